@@ -1,0 +1,9 @@
+/**
+ * proto/: the wire contract (generated code in gen/), its canonical form and content hash, the
+ * normal form of journaled events, identifier formats and the chain verifier.
+ */
+export * from "./canon.js";
+export * from "./normalize.js";
+export * from "./ids.js";
+export * from "./messages.js";
+export * from "./verify.js";

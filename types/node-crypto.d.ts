@@ -1,0 +1,9 @@
+// The one Node built-in the workerd code uses (nodejs_compat): synchronous SHA-256 for hashing
+// inside an append transaction. Declared here so the worker project need not load all of @types/node.
+declare module "node:crypto" {
+  interface Hash {
+    update(data: string | Uint8Array): Hash;
+    digest(encoding: "hex"): string;
+  }
+  export function createHash(algorithm: "sha256"): Hash;
+}
