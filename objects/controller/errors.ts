@@ -1,0 +1,52 @@
+/**
+ * The controller's own failure conditions (BEHAVIOUR.md §2). They stay inside the Durable Object:
+ * the session layer turns each into a typed outcome, and worker/errors.ts maps outcomes to codes.
+ */
+import type { AppendResult } from "../journal/journal.js";
+
+export type AppendRefusal = Extract<AppendResult, { ok: false }>;
+
+/** An append of this turn was refused (stale fence, CAS conflict, too large): the turn stops. */
+export class AppendRefusedError extends Error {
+  constructor(readonly refusal: AppendRefusal) {
+    super(describeRefusal(refusal));
+    this.name = "AppendRefusedError";
+  }
+}
+
+/** A sink method was called after the execution's Run returned (ErrSinkClosed). */
+export class SinkClosedError extends Error {
+  constructor() {
+    super("event sink is closed: the execution already finished");
+    this.name = "SinkClosedError";
+  }
+}
+
+/** The model provider failed after MODEL_CALL was recorded; the call stays unanswered. */
+export class ModelProviderError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ModelProviderError";
+  }
+}
+
+/** The turn's deadline passed or it was canceled. */
+export class TurnInterruptedError extends Error {
+  constructor(readonly why: "deadline" | "canceled", message: string) {
+    super(message);
+    this.name = "TurnInterruptedError";
+  }
+}
+
+export function describeRefusal(r: AppendRefusal): string {
+  switch (r.reason) {
+    case "conflict":
+      return `seq conflict: expected head ${r.expected}, journal head is ${r.head}`;
+    case "fenced":
+      return `stale fencing token ${r.fence}: superseded by fence ${r.current}`;
+    case "too_large":
+      return `event ${r.index} is ${r.bytes} bytes, over the ${r.limit}-byte limit`;
+    case "invalid_event":
+      return `event ${r.index} cannot be journaled: ${r.detail}`;
+  }
+}

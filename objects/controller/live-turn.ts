@@ -1,0 +1,129 @@
+/**
+ * One live execution (BEHAVIOUR.md §1.4): EXECUTION_START and the INPUTs in one transaction under
+ * the caller's CAS and a freshly minted fence, then Run with the live sink, then END or ERROR.
+ *
+ * If the first append is refused nothing was written and the harness never runs. After Run the
+ * sink is sealed. A failure journals ERROR best-effort; a refused later append (superseded fence)
+ * stops the turn without a terminal record.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
+import { AppendRefusedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
+import { LiveSink } from "./live-sink.js";
+import type { ModelInvoker } from "./models.js";
+import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
+
+export interface LiveTurnPlan {
+  sessionUid: string;
+  executionId: string;
+  /** The registry name the host resolved (recorded in EXECUTION_START). */
+  harnessName: string;
+  harness: Harness;
+  descriptor: HarnessDescriptor;
+  inputs: Message[];
+  config: Uint8Array;
+  resumeFromSeq: bigint;
+  /** CAS for the first append; unset appends at head. */
+  expectedSeq?: bigint;
+  signal: AbortSignal;
+}
+
+export interface TurnDeps {
+  log: TurnLog;
+  models: ModelInvoker;
+  observe: RecordObserver;
+  onDelta?: (chunk: string, done: boolean) => void;
+}
+
+export type TurnOutcome =
+  | { kind: "completed" }
+  /** The first append was refused: nothing was written, the harness never ran. */
+  | { kind: "refused"; refusal: AppendRefusal }
+  /** The turn failed; an ERROR record was journaled unless `stopped` says why it could not be. */
+  | { kind: "failed"; code: Code; message: string; stopped?: AppendRefusal };
+
+export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<TurnOutcome> {
+  const before = deps.log.head();
+  const writer = new TurnWriter(deps.log, 0n, deps.observe);
+  const opened = writer.open([startMarker(plan), ...plan.inputs.map((m) => inputEvent(plan.executionId, m))], plan.expectedSeq);
+  if (!opened.ok) return { kind: "refused", refusal: opened };
+
+  const sink = new LiveSink({
+    executionId: plan.executionId,
+    writer,
+    models: deps.models,
+    signal: plan.signal,
+    onDelta: deps.onDelta,
+  });
+  let history: Event[] | undefined;
+  const start: HarnessStart = {
+    sessionUid: plan.sessionUid,
+    executionId: plan.executionId,
+    config: plan.config.slice(),
+    inputs: plan.inputs,
+    resumeFromSeq: plan.resumeFromSeq,
+    signal: plan.signal,
+    // Decoded lazily: a harness that never reads its history costs no journal scan.
+    get history() {
+      history ??= deps.log.events(1n, before.seq);
+      return history;
+    },
+  };
+  try {
+    await plan.harness.run(start, sink);
+    sink.seal();
+    if (plan.signal.aborted) throw plan.signal.reason;
+    writer.append([endEvent(plan.executionId, "COMPLETED")]);
+    return { kind: "completed" };
+  } catch (e) {
+    sink.seal();
+    return fail(writer, plan.executionId, e);
+  }
+}
+
+function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome {
+  if (e instanceof AppendRefusedError) {
+    return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
+  }
+  const code = e instanceof TurnInterruptedError ? (e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled) : Code.Internal;
+  const message = e instanceof Error ? e.message : String(e);
+  try {
+    writer.append([errorEvent(executionId, code, message)]);
+  } catch (refused) {
+    if (refused instanceof AppendRefusedError) return { kind: "failed", code, message, stopped: refused.refusal };
+    throw refused;
+  }
+  return { kind: "failed", code, message };
+}
+
+function startMarker(plan: LiveTurnPlan): Event {
+  return create(EventSchema, {
+    executionId: plan.executionId,
+    kind: EventKind.EVENT_EXECUTION_START,
+    body: {
+      case: "executionStart",
+      value: {
+        config: plan.config,
+        resumeFromSeq: plan.resumeFromSeq,
+        inputCount: BigInt(plan.inputs.length),
+        harness: plan.harnessName,
+        harnessVersion: plan.descriptor.version,
+      },
+    },
+  });
+}
+
+function inputEvent(executionId: string, message: Message): Event {
+  return create(EventSchema, { executionId, kind: EventKind.EVENT_INPUT, body: { case: "message", value: message } });
+}
+
+export function endEvent(executionId: string, state: "COMPLETED" | "CANCELED"): Event {
+  return create(EventSchema, { executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state } } });
+}
+
+export function errorEvent(executionId: string, code: Code, description: string): Event {
+  return create(EventSchema, { executionId, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code, description } } });
+}

@@ -1,0 +1,113 @@
+/**
+ * A tenant's session index (DESIGN.md §2, `Directory`): one row per session with the rendered
+ * Session as of its last change, for ListSessions; and the chain head (seq, hash) each session
+ * reported, so an auditor can tell a truncated journal from an intact one.
+ *
+ * Paging is keyset over (create_ms DESC, uid ASC) (BEHAVIOUR.md §4.3): the page token names the
+ * last row returned and the next page continues strictly after it, so sessions created mid-walk
+ * are never skipped or repeated. Tested in test/node/directory/directory-store.test.ts.
+ */
+import { isSessionUid } from "../../proto/ids.js";
+import { migrate, type Migrations } from "../storage/migrate.js";
+import type { SqlDb } from "../storage/sql.js";
+
+const MIGRATIONS: Migrations = [
+  [
+    `CREATE TABLE sessions (
+       uid TEXT PRIMARY KEY,
+       project TEXT NOT NULL,
+       create_ms INTEGER NOT NULL,
+       update_ms INTEGER NOT NULL,
+       head_seq INTEGER NOT NULL,
+       head_hash TEXT NOT NULL,
+       session BLOB NOT NULL
+     )`,
+    "CREATE INDEX sessions_by_project ON sessions (project, create_ms DESC, uid ASC)",
+  ],
+];
+
+const stmts = {
+  upsert: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session)
+           VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (uid) DO UPDATE SET
+             project = excluded.project, update_ms = excluded.update_ms, head_seq = excluded.head_seq,
+             head_hash = excluded.head_hash, session = excluded.session
+           WHERE excluded.head_seq > sessions.head_seq
+              OR (excluded.head_seq = sessions.head_seq AND excluded.update_ms >= sessions.update_ms)`,
+  first: `SELECT uid, create_ms, session FROM sessions WHERE project = ?
+          ORDER BY create_ms DESC, uid ASC LIMIT ?`,
+  after: `SELECT uid, create_ms, session FROM sessions
+          WHERE project = ? AND (create_ms < ? OR (create_ms = ? AND uid > ?))
+          ORDER BY create_ms DESC, uid ASC LIMIT ?`,
+  head: "SELECT head_seq, head_hash FROM sessions WHERE uid = ?",
+} as const;
+
+/** What a SessionObject reports after each change. */
+export interface DirectoryRow {
+  uid: string;
+  project: string;
+  createMs: number;
+  updateMs: number;
+  headSeq: number;
+  headHash: string;
+  /** The binary Session as rendered by its SessionObject. */
+  session: Uint8Array;
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 500;
+
+export type ListResult = { ok: true; sessions: Uint8Array[]; nextPageToken: string } | { ok: false; reason: "bad_token" };
+
+export class DirectoryStore {
+  constructor(private readonly _db: SqlDb) {
+    migrate(_db, MIGRATIONS, "directory");
+  }
+
+  /** Records a session's latest state; an older report (lower head) never overwrites a newer one. */
+  upsert(r: DirectoryRow): void {
+    this._db.query(stmts.upsert, r.uid, r.project, r.createMs, r.updateMs, r.headSeq, r.headHash, r.session);
+  }
+
+  list(project: string, pageSize: number, pageToken: string): ListResult {
+    const size = pageSize <= 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
+    let rows: { uid: string; create_ms: number; session: Uint8Array }[];
+    if (pageToken === "") {
+      rows = this._db.query(stmts.first, project, size + 1);
+    } else {
+      const after = parsePageToken(pageToken);
+      if (!after) return { ok: false, reason: "bad_token" };
+      rows = this._db.query(stmts.after, project, after.createMs, after.createMs, after.uid, size + 1);
+    }
+    const page = rows.slice(0, size);
+    const last = page[page.length - 1];
+    const nextPageToken = rows.length > size && last ? pageTokenFor(last.create_ms, last.uid) : "";
+    return { ok: true, sessions: page.map((r) => r.session), nextPageToken };
+  }
+
+  head(uid: string): { seq: number; hash: string } | undefined {
+    const row = this._db.query<{ head_seq: number; head_hash: string }>(stmts.head, uid)[0];
+    return row && { seq: row.head_seq, hash: row.head_hash };
+  }
+}
+
+/** Opaque to clients: unpadded base64url of "<create_ms>\0<uid>". */
+export function pageTokenFor(createMs: number, uid: string): string {
+  return btoa(`${createMs}\0${uid}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function parsePageToken(token: string): { createMs: number; uid: string } | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+  let raw: string;
+  try {
+    raw = atob(token.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    return undefined;
+  }
+  const sep = raw.indexOf("\0");
+  if (sep < 0) return undefined;
+  const ms = raw.slice(0, sep);
+  const uid = raw.slice(sep + 1);
+  if (!/^\d{1,16}$/.test(ms) || !isSessionUid(uid)) return undefined;
+  return { createMs: Number(ms), uid };
+}

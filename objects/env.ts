@@ -1,0 +1,21 @@
+/**
+ * The bindings and vars of the Worker and its Durable Objects (wrangler.toml).
+ */
+import type { Directory } from "./directory.js";
+import type { SessionObject } from "./session-object.js";
+
+export interface Env {
+  SESSIONS: DurableObjectNamespace<SessionObject>;
+  DIRECTORY: DurableObjectNamespace<Directory>;
+  /** "1" exposes the benchmark routes (bench/); never set in a deployment. */
+  BENCH?: string;
+}
+
+/** Session objects are named `<tenant>/<uid>`: one tenant can never address another's session. */
+export function sessionStub(env: Env, tenant: string, uid: string): DurableObjectStub<SessionObject> {
+  return env.SESSIONS.get(env.SESSIONS.idFromName(`${tenant}/${uid}`));
+}
+
+export function directoryStub(env: Env, tenant: string): DurableObjectStub<Directory> {
+  return env.DIRECTORY.get(env.DIRECTORY.idFromName(tenant));
+}

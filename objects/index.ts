@@ -1,0 +1,10 @@
+/**
+ * objects/: the Durable Objects and the session core they host. The Worker imports only these.
+ */
+export { SessionObject } from "./session-object.js";
+export { Directory } from "./directory.js";
+export { sessionStub, directoryStub, type Env } from "./env.js";
+export { FrameDecoder, type Frame } from "./session/frames.js";
+export type { Failure, FailureReason, Outcome } from "./session/outcomes.js";
+export type { StoredRecord } from "./journal/journal.js";
+export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./directory/directory-store.js";

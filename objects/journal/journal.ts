@@ -1,0 +1,242 @@
+/**
+ * The hash-chained journal of one session (DESIGN.md §4, BEHAVIOUR.md §3).
+ *
+ * One row per record: `events(seq, prev_hash, hash, fence, event)`, where `event` is the binary
+ * protobuf of the normalized Event: exactly the bytes that are hashed, stored and served. An append
+ * is one synchronous transaction: CAS on the head, fence check, prev_hash link, content hash, insert,
+ * and the caller's projections. Expected refusals come back as values, never as throws (STYLE 10).
+ *
+ * The head and fence are cached in memory: this object is the only writer of its storage (one
+ * Durable Object per session), and the cache is only updated after a transaction commits.
+ * Used by objects/session; tested in test/node/journal/journal.test.ts.
+ */
+import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { contentHash, eventToStoredBytes, GENESIS_HASH, type ContentHash } from "../../proto/canon.js";
+import { normalizeEvent } from "../../proto/normalize.js";
+import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
+import type { SqlDb } from "../storage/sql.js";
+
+/** Statements that create the journal's tables; run by the session schema's migration 1. */
+export const JOURNAL_SCHEMA = [
+  `CREATE TABLE events (
+     seq INTEGER PRIMARY KEY,
+     prev_hash TEXT NOT NULL,
+     hash TEXT NOT NULL,
+     fence INTEGER NOT NULL,
+     event BLOB NOT NULL
+   )`,
+  `CREATE TABLE fence (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL)`,
+];
+
+const stmts = {
+  head: "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
+  fence: "SELECT value FROM fence WHERE id = 1",
+  setFence: "INSERT INTO fence (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
+  insert: "INSERT INTO events (seq, prev_hash, hash, fence, event) VALUES (?, ?, ?, ?, ?)",
+  range: "SELECT seq, prev_hash, hash, fence, event FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
+} as const;
+
+type EventRow = { seq: number; prev_hash: string; hash: string; fence: number; event: Uint8Array };
+
+/** A committed record as stored: the event is the stored bytes, verbatim. */
+export interface StoredRecord {
+  seq: bigint;
+  prevHash: ContentHash;
+  hash: ContentHash;
+  fence: bigint;
+  event: Uint8Array;
+}
+
+/** A record this append just wrote, with the normalized event it hashed. */
+export interface AppendedRecord extends StoredRecord {
+  decoded: Event;
+}
+
+export interface Head {
+  seq: bigint;
+  hash: ContentHash;
+}
+
+export interface AppendOptions {
+  /** CAS: the head the caller expects; unset appends at the current head. */
+  expectedSeq?: bigint;
+  /** The writer's fence; refused when older than the current one. */
+  fence: bigint;
+  /** Mint a new fence (current + 1) in the same transaction and append under it; `fence` is then unused. */
+  mintFence?: boolean;
+  /** Runs inside the append transaction after the inserts (projections); a throw rolls back. */
+  project?: (records: readonly AppendedRecord[]) => void;
+}
+
+export type AppendResult =
+  | { ok: true; records: AppendedRecord[]; fence: bigint }
+  | { ok: false; reason: "conflict"; head: bigint; expected: bigint }
+  | { ok: false; reason: "fenced"; current: bigint; fence: bigint }
+  | { ok: false; reason: "too_large"; index: number; bytes: number; limit: number }
+  | { ok: false; reason: "invalid_event"; index: number; detail: string };
+
+/** A row holds at most 2 MB; leave room for the other columns and the page overhead. */
+export const DEFAULT_MAX_EVENT_BYTES = 1_900_000;
+
+export class Journal {
+  private _head: Head | undefined;
+  private _fence: bigint | undefined;
+
+  constructor(
+    private readonly _db: SqlDb,
+    private readonly _maxEventBytes = DEFAULT_MAX_EVENT_BYTES,
+  ) {}
+
+  head(): Head {
+    if (!this._head) {
+      const row = this._db.query<{ seq: number; hash: string }>(stmts.head)[0];
+      this._head = row ? { seq: BigInt(row.seq), hash: row.hash as ContentHash } : { seq: 0n, hash: GENESIS_HASH };
+    }
+    return this._head;
+  }
+
+  /** The current fence (0 when none was ever minted). */
+  fence(): bigint {
+    if (this._fence === undefined) {
+      const row = this._db.query<{ value: number }>(stmts.fence)[0];
+      this._fence = row ? BigInt(row.value) : 0n;
+    }
+    return this._fence;
+  }
+
+  /** Mints and returns a strictly newer fence, superseding every writer holding an older one. */
+  mintFence(): bigint {
+    const next = this._db.transaction(() => {
+      const n = this.fence() + 1n;
+      this._db.query(stmts.setFence, Number(n));
+      return n;
+    });
+    this._fence = next;
+    return next;
+  }
+
+  /**
+   * Appends `events` in order, in one transaction, returning the committed records.
+   * Nothing is written unless every event is valid and fits, the CAS holds and the fence is current.
+   */
+  append(events: readonly Event[], opts: AppendOptions): AppendResult {
+    const prepared: { decoded: Event; bytes: Uint8Array; hash: ContentHash }[] = [];
+    for (let i = 0; i < events.length; i++) {
+      try {
+        const decoded = normalizeEvent(events[i]!);
+        const bytes = eventToStoredBytes(decoded);
+        if (bytes.length > this._maxEventBytes) {
+          return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };
+        }
+        prepared.push({ decoded, bytes, hash: GENESIS_HASH });
+      } catch (e) {
+        return { ok: false, reason: "invalid_event", index: i, detail: errorText(e) };
+      }
+    }
+    let result: AppendResult;
+    try {
+      result = this._db.transaction((): AppendResult => {
+        const head = this.head();
+        if (opts.expectedSeq !== undefined && opts.expectedSeq !== head.seq) {
+          return { ok: false, reason: "conflict", head: head.seq, expected: opts.expectedSeq };
+        }
+        const current = this.fence();
+        if (!opts.mintFence && opts.fence < current) return { ok: false, reason: "fenced", current, fence: opts.fence };
+        const fence = opts.mintFence ? current + 1n : opts.fence;
+        // Hash every record before the first insert, so a refusal never leaves a partial batch.
+        let prev = head.hash;
+        for (let i = 0; i < prepared.length; i++) {
+          try {
+            prepared[i]!.hash = contentHash(prepared[i]!.decoded, prev, head.seq + BigInt(i + 1));
+          } catch (e) {
+            return { ok: false, reason: "invalid_event", index: i, detail: errorText(e) };
+          }
+          prev = prepared[i]!.hash;
+        }
+        if (opts.mintFence) this._db.query(stmts.setFence, Number(fence));
+        const records: AppendedRecord[] = [];
+        prev = head.hash;
+        let seq = head.seq;
+        for (const p of prepared) {
+          seq += 1n;
+          this._db.query(stmts.insert, Number(seq), prev, p.hash, Number(fence), p.bytes);
+          records.push({ seq, prevHash: prev, hash: p.hash, fence, event: p.bytes, decoded: p.decoded });
+          prev = p.hash;
+        }
+        opts.project?.(records);
+        return { ok: true, records, fence };
+      });
+    } catch (e) {
+      // Rolled back: forget cached state rather than guess what survived.
+      this._head = undefined;
+      this._fence = undefined;
+      throw e;
+    }
+    if (result.ok) {
+      const last = result.records[result.records.length - 1];
+      if (last) this._head = { seq: last.seq, hash: last.hash };
+      if (opts.mintFence) this._fence = result.fence;
+    }
+    return result;
+  }
+
+  /**
+   * Copies records verbatim (same seq, prev_hash, hash, event bytes) into an empty journal: the
+   * prefix of a fork child. Links are checked; hashes are trusted because they were checked when
+   * the parent wrote them and any verifier recomputes them.
+   */
+  seed(records: readonly StoredRecord[]): { ok: true } | { ok: false; reason: "not_empty" | "broken_link"; seq: bigint } {
+    const head = this.head();
+    let expected = head.seq + 1n;
+    let prev: string = head.hash;
+    for (const r of records) {
+      if (r.seq !== expected || r.prevHash !== prev) return { ok: false, reason: "broken_link", seq: r.seq };
+      expected++;
+      prev = r.hash;
+    }
+    if (records.length === 0) return { ok: true };
+    this._db.transaction(() => {
+      for (const r of records) {
+        this._db.query(stmts.insert, Number(r.seq), r.prevHash, r.hash, Number(r.fence), r.event);
+      }
+    });
+    const last = records[records.length - 1]!;
+    this._head = { seq: last.seq, hash: last.hash };
+    return { ok: true };
+  }
+
+  /** Records with from <= seq <= to (to = 0 means head), at most `limit`, verbatim. */
+  read(from: bigint, to: bigint, limit: number): StoredRecord[] {
+    const lo = from < 1n ? 1n : from;
+    const hi = to <= 0n ? this.head().seq : to;
+    if (hi < lo) return [];
+    return this._db.query<EventRow>(stmts.range, Number(lo), Number(hi), limit).map(recordFromRow);
+  }
+
+  /** Walks the whole chain from seq 1, recomputing every hash; never writes. */
+  verify(pageSize = 512): ChainReport {
+    const v = new ChainVerifier();
+    let from = 1n;
+    for (;;) {
+      const page = this.read(from, 0n, pageSize);
+      for (const r of page) v.push(r);
+      if (page.length < pageSize) break;
+      from = page[page.length - 1]!.seq + 1n;
+    }
+    return v.report();
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function recordFromRow(row: EventRow): StoredRecord {
+  return {
+    seq: BigInt(row.seq),
+    prevHash: row.prev_hash as ContentHash,
+    hash: row.hash as ContentHash,
+    fence: BigInt(row.fence),
+    event: row.event,
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * Framing of the Exec stream between a SessionObject and the Worker.
+ *
+ * Durable Object RPC carries byte streams whose chunk boundaries are not preserved, so each frame
+ * is `kind (1 byte) | length (4 bytes, big-endian) | payload`: kind 0 carries a binary ExecUpdate,
+ * kind 1 a JSON Failure that ends the stream. Encoded in objects/, decoded in worker/.
+ */
+import type { Failure } from "./outcomes.js";
+
+const UPDATE = 0;
+const FAILURE = 1;
+
+export type Frame = { kind: "update"; bytes: Uint8Array } | { kind: "failure"; failure: Failure };
+
+export function encodeUpdateFrame(updateBytes: Uint8Array): Uint8Array {
+  return frame(UPDATE, updateBytes);
+}
+
+export function encodeFailureFrame(f: Failure): Uint8Array {
+  return frame(FAILURE, new TextEncoder().encode(JSON.stringify({ reason: f.reason, message: f.message })));
+}
+
+function frame(kind: number, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + payload.length);
+  out[0] = kind;
+  new DataView(out.buffer).setUint32(1, payload.length);
+  out.set(payload, 5);
+  return out;
+}
+
+/** Reassembles frames from arbitrarily split chunks. */
+export class FrameDecoder {
+  private _buf = new Uint8Array(0);
+
+  push(chunk: Uint8Array): Frame[] {
+    const joined = new Uint8Array(this._buf.length + chunk.length);
+    joined.set(this._buf);
+    joined.set(chunk, this._buf.length);
+    const frames: Frame[] = [];
+    let at = 0;
+    while (joined.length - at >= 5) {
+      const len = new DataView(joined.buffer, joined.byteOffset + at + 1, 4).getUint32(0);
+      if (joined.length - at - 5 < len) break;
+      const payload = joined.slice(at + 5, at + 5 + len);
+      if (joined[at] === UPDATE) frames.push({ kind: "update", bytes: payload });
+      else {
+        const f = JSON.parse(new TextDecoder().decode(payload)) as Pick<Failure, "reason" | "message">;
+        frames.push({ kind: "failure", failure: { ok: false, reason: f.reason, message: f.message } });
+      }
+      at += 5 + len;
+    }
+    this._buf = joined.slice(at);
+    return frames;
+  }
+
+  /** True when no partial frame is pending. */
+  get drained(): boolean {
+    return this._buf.length === 0;
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Migrations of a SessionObject's SQLite database. A session's storage is created only when the
+ * session is (create, or a fork child's seed), so looking up an unknown uid leaves nothing behind.
+ */
+import { JOURNAL_SCHEMA } from "../journal/journal.js";
+import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
+import type { SqlDb } from "../storage/sql.js";
+import { META_SCHEMA } from "./meta-store.js";
+
+const MIGRATIONS: Migrations = [
+  // 1: the journal, its fence and the session's metadata row.
+  [...JOURNAL_SCHEMA, ...META_SCHEMA],
+];
+
+export function isSessionInitialized(db: SqlDb): boolean {
+  return schemaVersion(db) > 0;
+}
+
+export function migrateSession(db: SqlDb): void {
+  migrate(db, MIGRATIONS, "session");
+}

@@ -1,0 +1,32 @@
+/**
+ * Renders the wire Session from the stored metadata, the journal head and the live guard.
+ *
+ * exec_state comes from the journal's projection, refined by whether a turn is actually running in
+ * this object: a journal whose latest execution never ended while no turn runs is an interrupted
+ * turn, reported FAILED until Resume (or an inputless Exec) recovers it.
+ */
+import { clone } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ExecState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import type { Head } from "../journal/journal.js";
+import type { SessionMeta } from "./meta-store.js";
+
+export function renderSession(meta: SessionMeta, head: Head, live: boolean): Session {
+  const s = clone(SessionSchema, meta.statics);
+  s.metadata = {
+    ...(s.metadata ?? { $typeName: "agentsessions.v1.ResourceMetadata", project: "", name: "", uid: "", version: 0n }),
+    uid: meta.uid,
+    createTime: timestampFromMs(meta.createMs),
+    updateTime: timestampFromMs(meta.updateMs),
+  };
+  s.lastSeq = head.seq;
+  s.computeState = meta.computeState;
+  s.execState = execState(meta.execState, live);
+  return s;
+}
+
+function execState(projected: ExecState, live: boolean): ExecState {
+  if (live) return ExecState.EXEC_RUNNING;
+  if (projected === ExecState.EXEC_RUNNING) return ExecState.EXEC_FAILED;
+  return projected;
+}

@@ -1,0 +1,57 @@
+/**
+ * The Harness SPI (CONTRACT.md §6.2): what an agent implements to run under a session host.
+ *
+ * A harness is two methods. `describe` says who it is and what it needs; `run` executes exactly one
+ * execution (turn) and reaches the world only through its `sink`: the host records every model call,
+ * tool call, output and usage before the harness observes it. Plain TypeScript with no Cloudflare
+ * imports: the built-in harnesses (runtimes/builtin) and the Node harness SDK (sdk/harness) share it.
+ * @experimental
+ */
+import type { Event, Message, ToolCall, ToolDefinition, ToolChoice, ToolResult, Usage } from "../proto/gen/agentsessions/v1/common_pb.js";
+import type { HarnessDescriptor } from "../proto/gen/agentsessions/v1/harness_pb.js";
+
+export interface Harness {
+  describe(signal?: AbortSignal): Promise<HarnessDescriptor> | HarnessDescriptor;
+  /** Resolves when the execution completed; a rejection fails it (an ERROR is journaled). */
+  run(start: HarnessStart, sink: EventSink): Promise<void>;
+}
+
+export interface HarnessStart {
+  sessionUid: string;
+  executionId: string;
+  /** Opaque per-execution config, byte-exact (journaled in EXECUTION_START; never a secret channel). */
+  config: Uint8Array;
+  /** Every event of the journal before this execution's EXECUTION_START. */
+  history: Event[];
+  /** This execution's inputs. */
+  inputs: Message[];
+  resumeFromSeq: bigint;
+  /** Aborted when the turn is canceled or its deadline passes. */
+  signal: AbortSignal;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: Message[];
+  params?: Record<string, string>;
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+}
+
+export interface ModelResponse {
+  message: Message;
+  usage?: Usage;
+}
+
+/** The harness's only channel to the host. Every method records before it returns. */
+export interface EventSink {
+  /** Host-mediated model call; the completion is journaled as OUTPUT (do not re-emit it via output). */
+  model(req: ModelRequest): Promise<ModelResponse>;
+  /** Journals an assistant text OUTPUT. */
+  output(text: string): Promise<void>;
+  /** Host-executed tool call (CONTROLLER_MEDIATED or REQUIRES_APPROVAL): intent, effect, receipt. */
+  toolCall(call: ToolCall): Promise<ToolResult>;
+  /** Reports a tool the harness ran itself (IN_HARNESS_REPORTED). */
+  report(result: ToolResult): Promise<void>;
+  usage(usage: Usage): Promise<void>;
+}

@@ -1,0 +1,187 @@
+/**
+ * The TypeScript client SDK: a typed wrapper over the generated Connect client of the Sessions API.
+ *
+ * Runs on Node 20+ and in Workers (it only needs `fetch`). Failures are `ConnectError`s with the
+ * server's code and message; `describeError` turns one into a line a person can act on.
+ * Used by the CLI (cli/) and the conformance suite; tested in test/node/sdk/client.test.ts.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { Sessions, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { textOf, userText } from "../proto/messages.js";
+
+export const DEFAULT_SERVER = "http://127.0.0.1:8787";
+
+export interface ClientOptions {
+  /** Base URL of the host; default http://127.0.0.1:8787. */
+  server?: string;
+  /** Bearer token sent as `Authorization: Bearer …`. */
+  token?: string;
+  /** Binary protobuf on the wire instead of JSON (default: binary). */
+  binary?: boolean;
+  fetch?: typeof globalThis.fetch;
+}
+
+export interface CreateOptions {
+  project?: string;
+  name?: string;
+  harness?: string;
+  model?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface ExecOptions {
+  /** Target session uid; empty creates a session first. */
+  session?: string;
+  /** Plain strings become user text messages. */
+  inputs?: (string | Message)[];
+  harness?: string;
+  config?: Uint8Array;
+  resumeFromSeq?: bigint;
+  /** CAS: the head the caller expects (0n = empty session); unset appends at head. */
+  expectedLastSeq?: bigint;
+  deadlineUnix?: bigint;
+  signal?: AbortSignal;
+  /** Called for each committed record as it arrives. */
+  onRecord?: (record: LogRecord) => void;
+  /** Called for each streamed chunk of a model completion (never journaled). */
+  onDelta?: (delta: Delta) => void;
+  /** Called with the first (and any final) session frame. */
+  onSession?: (session: Session) => void;
+}
+
+export interface ExecResult {
+  /** The first frame: the session the turn ran against, with the cursor it started from. */
+  session: Session;
+  /** A final session frame, when the stream carried one (approval park or recovery). */
+  finalSession?: Session;
+  records: LogRecord[];
+  deltas: Delta[];
+  /** Text of the turn's OUTPUT records, in order. */
+  outputs: string[];
+  /** The head after the turn: pass it as expectedLastSeq to extend the same session. */
+  cursor: bigint;
+}
+
+export class SessionsClient {
+  readonly raw: Client<typeof Sessions>;
+
+  constructor(opts: ClientOptions = {}) {
+    const interceptors: Interceptor[] = [];
+    if (opts.token) {
+      const token = opts.token;
+      interceptors.push((next) => (req) => {
+        req.header.set("Authorization", `Bearer ${token}`);
+        return next(req);
+      });
+    }
+    const f = opts.fetch ?? globalThis.fetch;
+    const transport = createConnectTransport({
+      baseUrl: (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, ""),
+      useBinaryFormat: opts.binary ?? true,
+      interceptors,
+      // connect-web asks for redirect "error", which workerd refuses (PLATFORM.md, P3).
+      fetch: (input, init) => f(input, { ...init, redirect: "manual" }),
+    });
+    this.raw = createClient(Sessions, transport);
+  }
+
+  create(o: CreateOptions = {}): Promise<Session> {
+    return this.raw.createSession({
+      session: {
+        metadata: { project: o.project ?? "", name: o.name ?? "" },
+        harness: o.harness ?? "",
+        model: o.model ?? "",
+        labels: o.labels ?? {},
+        annotations: o.annotations ?? {},
+      },
+    });
+  }
+
+  get(uid: string): Promise<Session> {
+    return this.raw.getSession({ uid });
+  }
+
+  /** Every session of a project, newest first, walking all pages. */
+  async *list(o: { project?: string; pageSize?: number } = {}): AsyncGenerator<Session> {
+    let pageToken = "";
+    do {
+      const page = await this.raw.listSessions({ project: o.project ?? "", pageSize: o.pageSize ?? 0, pageToken });
+      yield* page.sessions;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+  }
+
+  /** Runs one turn and reads its stream to completion. */
+  async exec(o: ExecOptions): Promise<ExecResult> {
+    const records: LogRecord[] = [];
+    const deltas: Delta[] = [];
+    let first: Session | undefined;
+    let last: Session | undefined;
+    const stream = this.raw.exec(
+      {
+        session: o.session ?? "",
+        inputs: (o.inputs ?? []).map((i) => (typeof i === "string" ? userText(i) : create(MessageSchema, i))),
+        harness: o.harness ?? "",
+        config: o.config ?? new Uint8Array(),
+        resumeFromSeq: o.resumeFromSeq ?? 0n,
+        expectedLastSeq: o.expectedLastSeq,
+        deadlineUnix: o.deadlineUnix ?? 0n,
+      },
+      { signal: o.signal },
+    );
+    for await (const u of stream) {
+      switch (u.update.case) {
+        case "session":
+          if (first) last = u.update.value;
+          else first = u.update.value;
+          o.onSession?.(u.update.value);
+          break;
+        case "record":
+          records.push(u.update.value);
+          o.onRecord?.(u.update.value);
+          break;
+        case "delta":
+          deltas.push(u.update.value);
+          o.onDelta?.(u.update.value);
+          break;
+      }
+    }
+    if (!first) throw new ConnectError("the Exec stream ended without a session frame", Code.Internal);
+    const outputs = records
+      .filter((r) => r.event?.kind === EventKind.EVENT_OUTPUT)
+      .map((r) => textOf(r.event?.body.case === "message" ? r.event.body.value : undefined));
+    const cursor = last?.lastSeq ?? records[records.length - 1]?.seq ?? first.lastSeq;
+    return { session: first, finalSession: last, records, deltas, outputs, cursor };
+  }
+
+  /** Committed records with from <= seq <= to (to = 0: head), verbatim. */
+  replay(session: string, o: { from?: bigint; to?: bigint; signal?: AbortSignal } = {}): AsyncIterable<LogRecord> {
+    return this.raw.replay({ session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n }, { signal: o.signal });
+  }
+}
+
+export function createSessionsClient(opts: ClientOptions = {}): SessionsClient {
+  return new SessionsClient(opts);
+}
+
+/** One line for a person: the code, the server's message, and a hint for transport failures. */
+export function describeError(e: unknown, server = DEFAULT_SERVER): string {
+  const err = ConnectError.from(e);
+  if (err.code === Code.Unauthenticated) return `unauthenticated: ${err.rawMessage} (pass --token or set AGENTSESSIONS_TOKEN)`;
+  if (err.code === Code.PermissionDenied) return `permission denied: ${err.rawMessage}`;
+  if (err.code === Code.Unavailable || err.code === Code.Unknown || err.code === Code.Internal) {
+    const cause = err.cause instanceof Error ? err.cause.message : "";
+    if (/fetch failed|ECONNREFUSED|ENOTFOUND/.test(`${err.rawMessage} ${cause}`)) {
+      return `cannot reach ${server}: is the server running? (npm start, or pass --server)`;
+    }
+  }
+  return `${codeName(err.code)}: ${err.rawMessage}`;
+}
+
+export function codeName(code: Code): string {
+  return (Code[code] ?? String(code)).replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+}

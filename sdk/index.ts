@@ -1,0 +1,22 @@
+/**
+ * The agentsessions TypeScript SDK: a client for the Sessions API, the contract's generated
+ * types, the canonical hash and chain verifier, and (for harness authors) the Harness SPI.
+ */
+export {
+  SessionsClient,
+  createSessionsClient,
+  describeError,
+  codeName,
+  DEFAULT_SERVER,
+  type ClientOptions,
+  type CreateOptions,
+  type ExecOptions,
+  type ExecResult,
+} from "./client.js";
+export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";
+export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
+export { textOf, userText, assistantText, eventKindName } from "../proto/messages.js";
+export type { Harness, HarnessStart, EventSink, ModelRequest, ModelResponse } from "../runtimes/harness-spi.js";
+export * from "../proto/gen/agentsessions/v1/common_pb.js";
+export * from "../proto/gen/agentsessions/v1/session_pb.js";
+export * from "../proto/gen/agentsessions/v1/harness_pb.js";

@@ -1,0 +1,21 @@
+import type { Reporter, TestModule } from "vitest/node";
+
+/** Prints the closing line CI reads: `N passed, N failed`. */
+export default class SummaryReporter implements Reporter {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
+    let passed = 0;
+    let failed = 0;
+    let skipped = 0;
+    for (const m of modules) {
+      if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++;
+      for (const t of m.children.allTests()) {
+        const s = t.result().state;
+        if (s === "passed") passed++;
+        else if (s === "failed") failed++;
+        else skipped++;
+      }
+    }
+    if (skipped > 0) console.log(`\n${skipped} skipped`);
+    console.log(`\n${passed} passed, ${failed} failed`);
+  }
+}

@@ -1,0 +1,6 @@
+declare namespace Cloudflare {
+  interface Env {
+    SESSIONS: DurableObjectNamespace<import("../../objects/session-object").SessionObject>;
+    DIRECTORY: DurableObjectNamespace<import("../../objects/directory").Directory>;
+  }
+}

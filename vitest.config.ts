@@ -1,0 +1,26 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+// Two projects, one per runtime (STYLE 25): code that runs in workerd is tested in the workers
+// pool; the CLI, SDK, stores on sql.js and the integration tests against `wrangler dev` run in Node.
+export default defineConfig({
+  test: {
+    reporters: ["default", "./test/summary-reporter.ts"],
+    projects: [
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
+      },
+      {
+        test: {
+          name: "node",
+          include: ["test/node/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["./test/node/support/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});

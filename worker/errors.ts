@@ -1,0 +1,56 @@
+/**
+ * The one place a session-layer outcome becomes a Connect code (BEHAVIOUR.md §4.12, STYLE 9).
+ * Each case names the row of the §4.12 table it implements.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Failure, FailureReason } from "../objects/index.js";
+
+export function codeFor(reason: FailureReason): Code {
+  switch (reason) {
+    // "malformed request (empty uid/session where required, bad page token, ..., unknown harness name)"
+    case "invalid_request":
+    case "unknown_harness":
+    case "invalid_event":
+      return Code.InvalidArgument;
+    // "unknown session uid (Get, Exec with uid, Approve, Resume/Suspend routing)"
+    case "session_not_found":
+      return Code.NotFound;
+    // "CAS conflict, stale fence, overlapping Exec/Suspend/Resume on one session"
+    case "cas_conflict":
+    case "fenced":
+    case "session_busy":
+      return Code.Aborted;
+    // "CanPlace refusal (ErrUnplaceable) ..."
+    case "unplaceable":
+      return Code.FailedPrecondition;
+    // "harness could not be described at admission (refused, reset, no answer within 10 s)"
+    case "harness_unavailable":
+      return Code.Unavailable;
+    // "caller's own deadline or cancellation"
+    case "deadline_exceeded":
+      return Code.DeadlineExceeded;
+    case "canceled":
+      return Code.Canceled;
+    // DESIGN.md §4: an event over the row limit is refused before anything is journaled.
+    case "event_too_large":
+      return Code.ResourceExhausted;
+    // A uid collision on create: astronomically unlikely, and the client can simply retry.
+    case "session_exists":
+      return Code.AlreadyExists;
+    case "unimplemented":
+      return Code.Unimplemented;
+    // "harness or model failure mid-turn (ERROR journaled) ... anything else"
+    case "turn_failed":
+    case "internal":
+      return Code.Internal;
+  }
+}
+
+export function connectErrorFrom(f: Failure): ConnectError {
+  return new ConnectError(f.message, codeFor(f.reason));
+}
+
+/** Anything unrecognised: the wire says only "internal error" (STYLE 11); the cause stays here. */
+export function internalError(cause: unknown): ConnectError {
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, cause);
+}

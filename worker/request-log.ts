@@ -1,0 +1,55 @@
+/**
+ * One structured log line per RPC: request id, tenant, session, operation, outcome, duration.
+ * Never message contents, config, tool arguments or tokens (BEHAVIOUR.md §6.1 logging rules).
+ * Caller-caused outcomes (INVALID_ARGUMENT, NOT_FOUND, ABORTED, ...) log at info, not error.
+ */
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { callerKey, logFieldsKey } from "./context.js";
+
+const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
+
+export const requestLog: Interceptor = (next) => async (req) => {
+  const started = Date.now();
+  const fields = { session: undefined as string | undefined };
+  req.contextValues.set(logFieldsKey, fields);
+  const line = (code: Code | undefined) => {
+    const caller = req.contextValues.get(callerKey);
+    const outcome = code === undefined ? "ok" : Code[code];
+    const level = code !== undefined && SERVER_FAULTS.has(code) ? "error" : "info";
+    console.log(
+      JSON.stringify({
+        level,
+        msg: "rpc",
+        request_id: caller.requestId,
+        tenant: caller.tenant,
+        session: fields.session ?? "",
+        operation: req.method.name,
+        outcome,
+        duration_ms: Date.now() - started,
+      }),
+    );
+  };
+  try {
+    const res = await next(req);
+    if (!res.stream) {
+      line(undefined);
+      return res;
+    }
+    const inner = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        try {
+          yield* inner;
+          line(undefined);
+        } catch (e) {
+          line(ConnectError.from(e).code);
+          throw e;
+        }
+      })(),
+    };
+  } catch (e) {
+    line(ConnectError.from(e).code);
+    throw e;
+  }
+};

@@ -1,0 +1,36 @@
+/**
+ * The Connect router: every service this host serves, over the Connect protocol (JSON and binary),
+ * gRPC and gRPC-Web, with the request log interceptor.
+ */
+import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
+import {
+  universalServerRequestFromFetch,
+  universalServerResponseToFetch,
+  type UniversalHandler,
+} from "@connectrpc/connect/protocol";
+import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
+import type { Env } from "../objects/index.js";
+import { requestLog } from "./request-log.js";
+import { createSessionsService } from "./sessions-service.js";
+
+/** Requests larger than this are refused before they are parsed. */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+export type RpcHandlers = Map<string, UniversalHandler>;
+
+export function createRpcHandlers(env: Env): RpcHandlers {
+  const router = createConnectRouter({
+    interceptors: [requestLog],
+    readMaxBytes: MAX_REQUEST_BYTES,
+    // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.
+    jsonOptions: { ignoreUnknownFields: false },
+  });
+  router.service(Sessions, createSessionsService(env));
+  return new Map(router.handlers.map((h) => [h.requestPath, h]));
+}
+
+export async function serveRpc(handler: UniversalHandler, req: Request, values: ContextValues): Promise<Response> {
+  const ureq = universalServerRequestFromFetch(req, {});
+  const ures = await handler({ ...ureq, contextValues: values });
+  return universalServerResponseToFetch(ures);
+}

@@ -1,0 +1,161 @@
+/**
+ * The Sessions service (CONTRACT.md §2.1) as the Worker serves it: validate, resolve the caller's
+ * tenant, route to the session's Durable Object (or the tenant's Directory) and translate outcomes.
+ * No session logic lives here (DESIGN.md §2).
+ */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { EventSchema, LogRecordSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  ExecRequestSchema,
+  ExecUpdateSchema,
+  SessionSchema,
+  Sessions,
+  type CreateSessionRequest,
+  type ExecRequest,
+  type Session,
+} from "../proto/gen/agentsessions/v1/session_pb.js";
+import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.js";
+import { builtinHarness, builtinHarnessNames, DEFAULT_HARNESS } from "../runtimes/builtin/index.js";
+import { directoryStub, FrameDecoder, sessionStub, type Env } from "../objects/index.js";
+import { callerOf, noteSession } from "./context.js";
+import { connectErrorFrom } from "./errors.js";
+
+export const DEFAULT_PROJECT = "default";
+const REPLAY_PAGE = 500;
+
+export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
+  return {
+    async createSession(req, ctx) {
+      const session = await createSession(env, ctx, req);
+      noteSession(ctx, session.metadata?.uid ?? "");
+      return session;
+    },
+
+    async getSession(req, ctx) {
+      const uid = requireUid(req.uid, "uid");
+      noteSession(ctx, uid);
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).get();
+      if (!r.ok) throw connectErrorFrom(r);
+      return fromBinary(SessionSchema, r.value);
+    },
+
+    async listSessions(req, ctx) {
+      const project = req.project || DEFAULT_PROJECT;
+      const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
+      if (!r.ok) {
+        throw new ConnectError(
+          "page_token is not a token this server issued: start again with an empty page_token",
+          Code.InvalidArgument,
+        );
+      }
+      return { sessions: r.sessions.map((b) => fromBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
+    },
+
+    async *exec(req, ctx) {
+      let uid: SessionUid;
+      if (req.session === "") {
+        const created = await createSession(env, ctx, {
+          session: create(SessionSchema, { harness: req.harness }),
+        } as CreateSessionRequest);
+        uid = created.metadata!.uid as SessionUid;
+      } else {
+        uid = requireUid(req.session, "session");
+      }
+      noteSession(ctx, uid);
+      const body: ExecRequest = { ...req, session: uid };
+      const start = await sessionStub(env, callerOf(ctx).tenant, uid).exec(toBinary(ExecRequestSchema, body));
+      if (!start.ok) throw connectErrorFrom(start);
+      const decoder = new FrameDecoder();
+      const reader = start.frames.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          for (const f of decoder.push(value)) {
+            if (f.kind === "failure") throw connectErrorFrom(f.failure);
+            yield fromBinary(ExecUpdateSchema, f.bytes);
+          }
+        }
+      } finally {
+        reader.releaseLock();
+      }
+      if (!decoder.drained) throw new ConnectError("the turn's stream was cut short; read the session and Replay", Code.Unavailable);
+    },
+
+    async *replay(req, ctx) {
+      const uid = requireUid(req.session, "session");
+      noteSession(ctx, uid);
+      const stub = sessionStub(env, callerOf(ctx).tenant, uid);
+      let from = req.fromSeq < 1n ? 1n : req.fromSeq;
+      for (;;) {
+        const r = await stub.read(from, req.toSeq, REPLAY_PAGE);
+        if (!r.ok) throw connectErrorFrom(r);
+        for (const rec of r.value) {
+          yield create(LogRecordSchema, {
+            seq: rec.seq,
+            prevHash: rec.prevHash,
+            contentHash: rec.hash,
+            fence: rec.fence,
+            event: fromBinary(EventSchema, rec.event),
+          });
+        }
+        if (r.value.length < REPLAY_PAGE) return;
+        from = r.value[r.value.length - 1]!.seq + 1n;
+      }
+    },
+
+    deleteSession: unimplemented("DeleteSession", "session lifecycle (issue 4)"),
+    cancel: unimplemented("Cancel", "session lifecycle (issue 4)"),
+    suspend: unimplemented("Suspend", "session lifecycle (issue 4)"),
+    resume: unimplemented("Resume", "the deterministic controller (issue 3)"),
+    fork: unimplemented("Fork", "session lifecycle (issue 4)"),
+    approve: unimplemented("Approve", "tools and approvals (issue 5)"),
+  };
+}
+
+async function createSession(env: Env, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
+  const s = req.session ?? create(SessionSchema);
+  const harness = s.harness || DEFAULT_HARNESS;
+  if (!builtinHarness(harness)) {
+    throw new ConnectError(
+      `unknown harness "${harness}": this host serves ${builtinHarnessNames().join(", ")}`,
+      Code.InvalidArgument,
+    );
+  }
+  const statics = create(SessionSchema, {
+    metadata: { project: s.metadata?.project || DEFAULT_PROJECT, name: s.metadata?.name ?? "" },
+    harness,
+    model: s.model,
+    labels: s.labels,
+    annotations: s.annotations,
+    origin: isEmptyOrigin(s.origin) ? undefined : s.origin,
+    identity: isEmptyIdentity(s.identity) ? undefined : s.identity,
+  });
+  const uid = mintSessionUid();
+  const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, toBinary(SessionSchema, statics));
+  if (!r.ok) throw connectErrorFrom(r);
+  return fromBinary(SessionSchema, r.value);
+}
+
+/** An empty uid is malformed (INVALID_ARGUMENT); a malformed one names no session (NOT_FOUND). */
+function requireUid(value: string, field: string): SessionUid {
+  if (value === "") throw new ConnectError(`${field} is required: pass a session uid (sess-…)`, Code.InvalidArgument);
+  const uid = parseSessionUid(value);
+  if (!uid) throw new ConnectError("session not found: session uids look like sess- followed by 24 hex digits", Code.NotFound);
+  return uid;
+}
+
+function isEmptyIdentity(i: Session["identity"]): boolean {
+  return !i || (!i.principal && !i.issuer && !i.subject);
+}
+
+function isEmptyOrigin(o: Session["origin"]): boolean {
+  return !o || (!o.source && !o.subject && !o.uri && Object.keys(o.attributes).length === 0);
+}
+
+function unimplemented(method: string, landsWith: string) {
+  return () => {
+    throw new ConnectError(`${method} is not implemented yet on this host; it lands with ${landsWith}`, Code.Unimplemented);
+  };
+}
