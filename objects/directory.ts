@@ -5,7 +5,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
 import type { Env } from "./env.js";
-import { sqlDbFromStorage } from "./storage/sql.js";
+import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;

@@ -14,7 +14,7 @@ import { directoryStub, type Env } from "./env.js";
 import type { StoredRecord } from "./journal/journal.js";
 import type { Outcome } from "./session/outcomes.js";
 import { SessionHost, type ExecStart } from "./session/session-host.js";
-import { sqlDbFromStorage } from "./storage/sql.js";
+import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class SessionObject extends DurableObject<Env> {
   private readonly _host: SessionHost;

@@ -45,9 +45,12 @@ export function contentHash(event: Event, prevHash: string, seq: bigint): Conten
   return sha256Hex(canonicalRecordString(event, prevHash, seq)) as ContentHash;
 }
 
-/** The stored (and served) bytes of a normalized event: unknown fields are never written. */
+/**
+ * The stored (and served) bytes of a normalized event. Normalization already dropped unknown
+ * fields, so the default writer (measurably faster than one given options) writes none.
+ */
 export function eventToStoredBytes(event: Event): Uint8Array {
-  return toBinary(EventSchema, event, { writeUnknownFields: false });
+  return toBinary(EventSchema, event);
 }
 
 /**

@@ -28,8 +28,12 @@ const LIFECYCLE_KINDS = new Set<number>(
   Object.values(Lifecycle_Kind).filter((v) => typeof v === "number") as number[],
 );
 
-/** Returns a normalized copy; the input is not modified. */
+/**
+ * Returns the event in normal form, never modifying the input: the input itself when it already is
+ * (the common case on the append path, which then skips a deep copy), else a normalized copy.
+ */
 export function normalizeEvent(input: Event): Event {
+  if (isNormal(input)) return input;
   const ev = clone(EventSchema, input);
   dropUnknown(ev);
   if (!EVENT_KINDS.has(ev.kind)) ev.kind = EventKind.EVENT_KIND_UNSPECIFIED;
@@ -60,6 +64,59 @@ export function normalizeEvent(input: Event): Event {
       break;
   }
   return ev;
+}
+
+/** True when normalizeEvent would change nothing. */
+export function isNormal(ev: Event): boolean {
+  if (hasUnknown(ev) || !EVENT_KINDS.has(ev.kind)) return false;
+  if (ev.actor && !ev.actor.principal && !ev.actor.issuer && !ev.actor.subject) return false;
+  const body = ev.body;
+  switch (body.case) {
+    case "message":
+      return body.value.parts.every(isNormalPart);
+    case "model":
+      return body.value.messages.length === 0 && body.value.tools.length === 0 && body.value.toolChoice === undefined;
+    case "tool":
+      return MEDIATIONS.has(body.value.mediation);
+    case "result":
+      return body.value.content.every(isNormalPart);
+    case "lifecycle":
+      return LIFECYCLE_KINDS.has(body.value.kind);
+    default:
+      return true;
+  }
+}
+
+function isNormalPart(p: Part): boolean {
+  const v = p.part;
+  switch (v.case) {
+    case "file":
+      return !((v.value.source.case === "bytes" && v.value.source.value.length === 0) || (v.value.source.case === "uri" && v.value.source.value === ""));
+    case "data":
+      return v.value.data !== undefined;
+    case "reasoning": {
+      const o = v.value.opaque;
+      if ((o.case === "opaqueBytes" && o.value.length === 0) || (o.case === "opaqueUri" && o.value === "")) return false;
+      return v.value.summary.every(isNormalPart);
+    }
+    case "toolCall":
+      return MEDIATIONS.has(v.value.mediation);
+    case "toolResult":
+      return v.value.content.every(isNormalPart);
+    default:
+      return true;
+  }
+}
+
+function hasUnknown(value: unknown): boolean {
+  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return false;
+  const obj = value as Record<string, unknown>;
+  if (obj.$unknown !== undefined) return true;
+  for (const k in obj) {
+    const v = obj[k];
+    if (v !== null && typeof v === "object" && hasUnknown(v)) return true;
+  }
+  return false;
 }
 
 function normalizeMessage(m: Message): void {

@@ -6,7 +6,7 @@
  * tests. Incremental (`push` one record at a time) so long journals verify page by page.
  * Tested in test/node/proto/verify.test.ts.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
 import { contentHash } from "./canon.js";
 
@@ -50,6 +50,12 @@ export class ChainVerifier {
     } catch {
       return fail("stored event does not decode as agentsessions.v1.Event");
     }
+    // The hash covers the decoded content, and a lenient decoder reads some altered encodings as
+    // the same content. Stored bytes are always the deterministic encoding of the normalized
+    // event, so anything else is an edit even when the content survived it.
+    if (r.event instanceof Uint8Array && !sameBytes(toBinary(EventSchema, event), r.event)) {
+      return fail("stored event bytes are not the encoding the journal wrote");
+    }
     let recomputed: string;
     try {
       recomputed = contentHash(event, r.prevHash, r.seq);
@@ -70,6 +76,12 @@ export class ChainVerifier {
       headHash: this._prevHash,
     };
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 export function verifyChain(records: Iterable<ChainRecord>): ChainReport {

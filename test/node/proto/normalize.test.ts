@@ -3,7 +3,7 @@
  */
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventSchema, type EventKind, type Lifecycle_Kind, type Mediation, type ToolResult_Code } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
 
 const json = (ev: ReturnType<typeof normalizeEvent>) => toJson(EventSchema, ev, { useProtoFieldName: true });
@@ -57,11 +57,11 @@ describe("normalizeEvent", () => {
   });
 
   it("normalize: unknown EventKind, Mediation and Lifecycle.Kind numbers collapse to 0; unknown ToolResult.Code is kept", () => {
-    const ev = create(EventSchema, { kind: 99, body: { case: "tool", value: { id: "c", mediation: 7 } } });
+    const ev = create(EventSchema, { kind: 99 as EventKind, body: { case: "tool", value: { id: "c", mediation: 7 as Mediation } } });
     expect(json(normalizeEvent(ev))).toEqual({ tool: { id: "c" } });
-    const lc = create(EventSchema, { kind: 9, body: { case: "lifecycle", value: { kind: 42 } } });
+    const lc = create(EventSchema, { kind: 9, body: { case: "lifecycle", value: { kind: 42 as Lifecycle_Kind } } });
     expect(json(normalizeEvent(lc))).toEqual({ kind: "EVENT_LIFECYCLE", lifecycle: {} });
-    const tr = create(EventSchema, { kind: 5, body: { case: "result", value: { id: "c", code: 9 } } });
+    const tr = create(EventSchema, { kind: 5, body: { case: "result", value: { id: "c", code: 9 as ToolResult_Code } } });
     expect(json(normalizeEvent(tr))).toEqual({ kind: "EVENT_TOOL_RESULT", result: { id: "c", code: 9 } });
   });
 

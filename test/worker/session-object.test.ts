@@ -1,0 +1,102 @@
+/**
+ * SessionObject inside workerd (the workers pool): SQLite storage, transactionSync, the
+ * synchronous node:crypto hash, and the Worker's Connect routing through SELF.
+ */
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { describe, expect, it } from "vitest";
+import { contentHash } from "../../proto/canon.js";
+import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { ExecRequestSchema, SessionSchema, Sessions } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { mintSessionUid } from "../../proto/ids.js";
+import { userText } from "../../proto/messages.js";
+import { FrameDecoder } from "../../objects/session/frames.js";
+import type { SessionObject } from "../../objects/session-object.js";
+
+function stubFor(uid: string) {
+  return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));
+}
+
+async function readAll(frames: ReadableStream<Uint8Array>) {
+  const dec = new FrameDecoder();
+  const reader = frames.getReader();
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return n;
+    n += dec.push(value).length;
+  }
+}
+
+describe("SessionObject in workerd", () => {
+  it("exec: appends hash-chained rows whose hashes equal the canonical hash", async () => {
+    const uid = mintSessionUid();
+    const stub = stubFor(uid);
+    const statics = toBinary(SessionSchema, create(SessionSchema, { metadata: { project: "default" }, harness: "echo" }));
+    expect((await stub.create("default", uid, statics)).ok).toBe(true);
+    const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("hi")] })));
+    if (!start.ok) throw new Error(start.message);
+    expect(await readAll(start.frames)).toBe(6);
+    const rows = await runInDurableObject(stub, (_o: SessionObject, state) =>
+      state.storage.sql.exec<{ seq: number; prev_hash: string; hash: string; event: ArrayBuffer }>(
+        "SELECT seq, prev_hash, hash, event FROM events ORDER BY seq",
+      ).toArray(),
+    );
+    expect(rows).toHaveLength(5);
+    let prev = "";
+    for (const r of rows) {
+      expect(r.prev_hash).toBe(prev);
+      expect(r.hash).toBe(contentHash(fromBinary(EventSchema, new Uint8Array(r.event)), r.prev_hash, BigInt(r.seq)));
+      prev = r.hash;
+    }
+    const verified = await stub.verify();
+    expect(verified.ok && verified.value.ok).toBe(true);
+  });
+
+  it("get: an unknown uid answers not found and creates no tables", async () => {
+    const stub = stubFor(mintSessionUid());
+    expect(await stub.get()).toMatchObject({ ok: false, reason: "session_not_found" });
+    const tables = await runInDurableObject(stub, (_o: SessionObject, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray(),
+    );
+    expect(tables).toEqual([]);
+  });
+
+  it("transactionSync: a throw inside rolls back every write", async () => {
+    const uid = mintSessionUid();
+    const stub = stubFor(uid);
+    await stub.create("default", uid, toBinary(SessionSchema, create(SessionSchema, { harness: "echo" })));
+    const count = await runInDurableObject(stub, (_o: SessionObject, state) => {
+      try {
+        state.storage.transactionSync(() => {
+          state.storage.sql.exec("INSERT INTO events (seq, prev_hash, hash, fence, event) VALUES (1, '', 'x', 0, x'00')");
+          throw new Error("abort");
+        });
+      } catch {
+        // expected
+      }
+      return state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events").one().n;
+    });
+    expect(count).toBe(0);
+  });
+
+  it("Connect through the Worker: CreateSession, Exec and Replay agree record for record", async () => {
+    const transport = createConnectTransport({
+      baseUrl: "https://host.test",
+      fetch: (input, init) => SELF.fetch(input as RequestInfo, { ...init, redirect: "manual" }),
+    });
+    const client = createClient(Sessions, transport);
+    const s = await client.createSession({ session: { metadata: { name: "pool" } } });
+    const streamed = [];
+    for await (const u of client.exec({ session: s.metadata!.uid, inputs: [userText("pool")] })) {
+      if (u.update.case === "record") streamed.push(u.update.value);
+    }
+    const replayed = [];
+    for await (const r of client.replay({ session: s.metadata!.uid })) replayed.push(r);
+    expect(replayed).toHaveLength(5);
+    expect(replayed.map((r) => r.contentHash)).toEqual(streamed.map((r) => r.contentHash));
+    expect((await client.getSession({ uid: s.metadata!.uid })).lastSeq).toBe(5n);
+  });
+});
