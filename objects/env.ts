@@ -1,12 +1,15 @@
 /**
  * The bindings and vars of the Worker and its Durable Objects (wrangler.toml).
  */
+import type { BenchObject } from "./bench-object.js";
 import type { Directory } from "./directory.js";
 import type { SessionObject } from "./session-object.js";
 
 export interface Env {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<Directory>;
+  /** Used only by the benchmark routes (bench/). */
+  BENCH_OBJECT: DurableObjectNamespace<BenchObject>;
   /** "1" exposes the benchmark routes (bench/); never set in a deployment. */
   BENCH?: string;
 }

@@ -10,7 +10,7 @@ import { createRpcHandlers, serveRpc, type RpcHandlers } from "./router.js";
 import { serveBench } from "./bench.js";
 import { serveUi } from "./ui.js";
 
-export { SessionObject, Directory } from "../objects/index.js";
+export { SessionObject, Directory, BenchObject } from "../objects/index.js";
 
 let handlers: RpcHandlers | undefined;
 

@@ -1,0 +1,69 @@
+/**
+ * BenchObject: a Durable Object used only by `npm run bench` (routes exist only when the BENCH var
+ * is "1"). It runs the journal's append path and a plain SQLite insert of the same bytes on the
+ * same storage, so their costs can be compared side by side in one run.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { create } from "@bufbuild/protobuf";
+import { EventSchema, type Event } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { eventToStoredBytes } from "../proto/canon.js";
+import { normalizeEvent } from "../proto/normalize.js";
+import { userText } from "../proto/messages.js";
+import { ComputeState, ExecState } from "../proto/gen/agentsessions/v1/session_pb.js";
+import type { Env } from "./env.js";
+import { Journal, JOURNAL_SCHEMA } from "./journal/journal.js";
+import { projectEvents } from "./session/projection.js";
+import { sqlDbFromStorage } from "./storage/do-sql.js";
+import type { SqlDb } from "./storage/sql.js";
+
+const PLAIN_SCHEMA = "CREATE TABLE IF NOT EXISTS plain (seq INTEGER PRIMARY KEY, prev_hash TEXT, hash TEXT, fence INTEGER, event BLOB)";
+
+export class BenchObject extends DurableObject<Env> {
+  private readonly _db: SqlDb;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this._db = sqlDbFromStorage(ctx.storage);
+    const exists = this._db.query("SELECT name FROM sqlite_master WHERE name = 'events'").length > 0;
+    if (!exists) for (const s of JOURNAL_SCHEMA) this._db.query(s);
+    this._db.query(PLAIN_SCHEMA);
+  }
+
+  /** n hash-chained appends, one event per append (each its own transaction), as a turn makes them. */
+  append(n: number, textBytes: number): number {
+    const journal = new Journal(this._db);
+    const ev = sampleEvent(textBytes);
+    let states = { computeState: ComputeState.COMPUTE_LIVE, execState: ExecState.EXEC_RUNNING };
+    for (let i = 0; i < n; i++) {
+      const r = journal.append([ev], { fence: 0n, project: (recs) => (states = projectEvents(states, recs.map((x) => x.decoded))) });
+      if (!r.ok) throw new Error(r.reason);
+    }
+    return Number(journal.head().seq);
+  }
+
+  /** n plain inserts of the same stored bytes, each in its own transaction. */
+  plain(n: number, textBytes: number): number {
+    const bytes = eventToStoredBytes(normalizeEvent(sampleEvent(textBytes)));
+    const row = this._db.query<{ seq: number | null }>("SELECT max(seq) AS seq FROM plain")[0];
+    let seq = Number(row?.seq ?? 0);
+    const hash = "0".repeat(64);
+    for (let i = 0; i < n; i++) {
+      seq++;
+      this._db.transaction(() => this._db.query("INSERT INTO plain (seq, prev_hash, hash, fence, event) VALUES (?, ?, ?, ?, ?)", seq, hash, hash, 0, bytes));
+    }
+    return seq;
+  }
+
+  /** The bare baseline of an echo turn: five rows appended in one call. */
+  five(): number {
+    return this.plain(5, 40);
+  }
+}
+
+function sampleEvent(textBytes: number): Event {
+  return create(EventSchema, {
+    executionId: "0123456789abcdef",
+    kind: 3,
+    body: { case: "message", value: userText("x".repeat(textBytes)) },
+  });
+}
