@@ -1,0 +1,94 @@
+/**
+ * How agentctl prints records and sessions for a person (BEHAVIOUR.md §7.4): records as
+ * `seq=N  KIND  role: text`, or `seq=N  KIND  detail` for events without a message; sessions with
+ * their states stripped of enum prefixes. `--json` output does not go through here.
+ * Used by the exec, replay, get and list commands; tested in test/node/cli/cli.test.ts.
+ */
+import type { Event, LogRecord, Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { Lifecycle_Kind } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { ComputeState, ExecState, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { eventKindName, textOf } from "../proto/messages.js";
+
+export function formatRecord(r: LogRecord): string {
+  const ev = r.event;
+  const kind = ev ? eventKindName(ev.kind) : "(no event)";
+  const detail = ev ? eventDetail(ev) : "";
+  return `seq=${r.seq}  ${kind}${detail ? "  " + detail : ""}`;
+}
+
+/** The part of a record line after the kind; "" when nothing is worth showing. */
+export function eventDetail(ev: Event): string {
+  const b = ev.body;
+  switch (b.case) {
+    case "message":
+      return messageLine(b.value);
+    case "model":
+      return `model=${b.value.model}`;
+    case "executionStart": {
+      const s = b.value;
+      const parts = [`harness=${s.harness}`];
+      if (s.inputCount !== undefined) parts.push(`inputs=${s.inputCount}`);
+      if (s.resumeFromSeq !== 0n) parts.push(`resume_from_seq=${s.resumeFromSeq}`);
+      // The config bytes are the caller's secret business: show only that they exist.
+      if (s.config.length > 0) parts.push(`config=${s.config.length}B`);
+      return parts.join(" ");
+    }
+    case "end":
+      return `state=${b.value.state}` + (b.value.error ? ` error=${b.value.error.code}` : "");
+    case "error":
+      return `code=${b.value.code} ${b.value.description}`.trimEnd();
+    case "tool":
+      return `${b.value.tool} id=${b.value.id}`;
+    case "result":
+      return `id=${b.value.id}${b.value.isError ? " error" : ""}`;
+    case "approval":
+      return `tool_call_id=${b.value.toolCallId}`;
+    case "approvalResult":
+      return `tool_call_id=${b.value.toolCallId} ${b.value.approved ? "approved" : "denied"}`;
+    case "usage":
+      return "";
+    case "lifecycle":
+      return (Lifecycle_Kind[b.value.kind] ?? String(b.value.kind)).replace(/^LIFECYCLE_/, "");
+    case "parked":
+      return `tool_call_id=${b.value.toolCallId} request_seq=${b.value.requestSeq}`;
+    default:
+      return "";
+  }
+}
+
+/** `role: text`, or the part kinds when the message carries no text. */
+function messageLine(m: Message): string {
+  const text = textOf(m);
+  if (text !== "" || m.parts.length === 0) return `${m.role}: ${text}`;
+  return `${m.role}: [${m.parts.map((p) => p.part.case ?? "empty").join(", ")}]`;
+}
+
+export function execStateName(s: ExecState): string {
+  return (ExecState[s] ?? String(s)).replace(/^EXEC_(STATE_)?/, "");
+}
+
+export function computeStateName(s: ComputeState): string {
+  return (ComputeState[s] ?? String(s)).replace(/^COMPUTE_(STATE_)?/, "");
+}
+
+/** One line per session, as `list` prints it. */
+export function formatSessionLine(s: Session): string {
+  const m = s.metadata;
+  return `${m?.uid ?? ""}  last_seq=${s.lastSeq}  compute=${computeStateName(s.computeState)}  harness=${s.harness}  name=${m?.name ?? ""}`;
+}
+
+/** The `get` summary: one `key  value` line per field. */
+export function formatSessionSummary(s: Session): string {
+  const m = s.metadata;
+  const rows: [string, string][] = [
+    ["uid", m?.uid ?? ""],
+    ["project", m?.project ?? ""],
+    ["name", m?.name ?? ""],
+    ["harness", s.harness],
+    ["last_seq", String(s.lastSeq)],
+    ["exec_state", execStateName(s.execState)],
+    ["compute_state", computeStateName(s.computeState)],
+  ];
+  if (s.parentUid) rows.push(["parent_uid", s.parentUid], ["fork_seq", String(s.forkSeq)]);
+  return rows.map(([k, v]) => `${k.padEnd(14)} ${v}`.trimEnd()).join("\n") + "\n";
+}

@@ -1,0 +1,117 @@
+/**
+ * Tamper evidence end to end: journal a turn on a server of its own, stop it, change the text of
+ * the OUTPUT record's stored event in the Durable Object's SQLite file, restart, and expect
+ * `agentctl verify` to name seq 4 (CONTRACT.md §7.1; BEHAVIOUR.md §7.5 step 7).
+ *
+ * Wrangler keeps Durable Object SQLite files in `<persist>/v3/do/<script>-SessionObject/*.sqlite`,
+ * in WAL mode. After a graceful stop the -wal files are still there and may hold a session's only
+ * copy of its rows (seen: a one-page main file with ten committed frames in the WAL), so the file
+ * is read with its WAL folded in (sqlite-wal.ts) and the -wal/-shm pair is removed after the edit;
+ * otherwise SQLite would replay the old frames over it on restart.
+ */
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
+import initSqlJs from "sql.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { textOf } from "../../../proto/messages.js";
+import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { foldWal } from "./sqlite-wal.js";
+import { agentctl, sessionOf } from "./run-agentctl.js";
+
+const SQL = await initSqlJs();
+
+interface SessionFile {
+  path: string;
+  /** The database with any WAL folded in. */
+  bytes: Uint8Array;
+}
+
+/** The SQLite file of the SessionObject whose meta row names `uid`. */
+function findSessionFile(persistDir: string, uid: string): SessionFile {
+  const doDir = join(persistDir, "v3", "do");
+  const matches: SessionFile[] = [];
+  for (const dir of readdirSync(doDir).filter((d) => d.endsWith("-SessionObject"))) {
+    for (const name of readdirSync(join(doDir, dir)).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+      const path = join(doDir, dir, name);
+      const wal = existsSync(path + "-wal") ? readFileSync(path + "-wal") : new Uint8Array();
+      const bytes = foldWal(readFileSync(path), wal).db;
+      const db = new SQL.Database(bytes);
+      try {
+        const hasMeta = db.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").length > 0;
+        if (hasMeta && db.exec("SELECT uid FROM meta")[0]?.values[0]?.[0] === uid) matches.push({ path, bytes });
+      } finally {
+        db.close();
+      }
+    }
+  }
+  expect(matches.length, `exactly one SessionObject file holds ${uid}`).toBe(1);
+  return matches[0]!;
+}
+
+function eventBlobs(bytes: Uint8Array): Uint8Array[] {
+  const db = new SQL.Database(bytes);
+  try {
+    return (db.exec("SELECT event FROM events ORDER BY seq")[0]?.values ?? []).map((row) => row[0] as Uint8Array);
+  } finally {
+    db.close();
+  }
+}
+
+/** Rewrites "echo:hello" as "echo:jello" inside seq 4's stored event, keeping it decodable. */
+function tamperOutput(file: SessionFile): void {
+  const db = new SQL.Database(file.bytes);
+  try {
+    const blob = db.exec("SELECT event FROM events WHERE seq = 4")[0]?.values[0]?.[0] as Uint8Array;
+    const at = Buffer.from(blob).indexOf("echo:hello");
+    expect(at, "seq 4 stores the echo output").toBeGreaterThan(0);
+    const changed = Uint8Array.from(blob);
+    changed[at + 5] = "j".charCodeAt(0);
+    const ev = fromBinary(EventSchema, changed);
+    expect(ev.body.case === "message" ? textOf(ev.body.value) : "").toBe("echo:jello");
+    db.run("UPDATE events SET event = ? WHERE seq = 4", [changed]);
+    const out = db.export();
+    // sql.js writes the file in rollback-journal mode; give it back the WAL mode bytes it had.
+    out[18] = file.bytes[18]!;
+    out[19] = file.bytes[19]!;
+    writeFileSync(file.path, out);
+  } finally {
+    db.close();
+  }
+  rmSync(file.path + "-wal", { force: true });
+  rmSync(file.path + "-shm", { force: true });
+}
+
+describe("agentctl verify on tampered storage", () => {
+  let server: DevServer | undefined;
+  afterAll(async () => {
+    await server?.stop();
+    if (server) rmSync(server.persistDir, { recursive: true, force: true });
+  });
+
+  it("verify: a byte changed in a stored event is reported at its seq, exit 1", { timeout: 180_000 }, async () => {
+    server = await startDevServer();
+    const S = ["--server", server.url];
+    const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
+    expect((await agentctl([...S, "verify", uid])).stdout).toMatch(/^VERIFIED 5 records /);
+
+    const exported = join(server.persistDir, "export.sqlite");
+    expect((await agentctl([...S, "export", uid, "--out", exported])).code).toBe(0);
+
+    await server.stop();
+    const file = findSessionFile(server.persistDir, uid);
+    // export writes the exact stored event bytes, not a re-encoding that happens to verify.
+    expect(eventBlobs(readFileSync(exported))).toEqual(eventBlobs(file.bytes));
+    tamperOutput(file);
+    await server.restart();
+
+    // The restarted server reads the edited row (so the edit landed and no WAL undid it) ...
+    const replay = await agentctl([...S, "replay", uid, "--from", "4", "--to", "4"]);
+    expect(replay.lines).toEqual(["seq=4  EVENT_OUTPUT  assistant: echo:jello"]);
+    // ... and the chain no longer holds from seq 4.
+    const r = await agentctl([...S, "verify", "--session", uid]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("TAMPERED at seq 4: content_hash does not match the recomputed hash\n");
+  });
+});
