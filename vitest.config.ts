@@ -6,6 +6,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     reporters: ["default", "./test/summary-reporter.ts"],
+    // The Worker's one-line-per-RPC request log is noise in test output.
+    onConsoleLog: (log) => !log.includes('"msg":"rpc"'),
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
