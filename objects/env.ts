@@ -2,10 +2,11 @@
  * The bindings and vars of the Worker and its Durable Objects (wrangler.toml).
  */
 import type { BenchObject } from "./bench-object.js";
+import type { ConfigEnv } from "./config.js";
 import type { Directory } from "./directory.js";
 import type { SessionObject } from "./session-object.js";
 
-export interface Env {
+export interface Env extends ConfigEnv {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<Directory>;
   /** Used only by the benchmark routes (bench/). */

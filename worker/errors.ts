@@ -20,8 +20,13 @@ export function codeFor(reason: FailureReason): Code {
     case "fenced":
     case "session_busy":
       return Code.Aborted;
-    // "CanPlace refusal (ErrUnplaceable) ..."
+    // "CanPlace refusal (ErrUnplaceable), ... invalid/ambiguous execution log, incomplete
+    // invocation, ... harness/version mismatch"; and a divergence (listed for Suspend/Resume)
     case "unplaceable":
+    case "invalid_log":
+    case "incomplete_invocation":
+    case "harness_mismatch":
+    case "replay_diverged":
       return Code.FailedPrecondition;
     // "harness could not be described at admission (refused, reset, no answer within 10 s)"
     case "harness_unavailable":

@@ -8,9 +8,11 @@ import {
   universalServerResponseToFetch,
   type UniversalHandler,
 } from "@connectrpc/connect/protocol";
+import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import type { Env } from "../objects/index.js";
 import { requestLog } from "./request-log.js";
+import { createAuditService } from "./audit-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
 /** Requests larger than this are refused before they are parsed. */
@@ -26,6 +28,7 @@ export function createRpcHandlers(env: Env): RpcHandlers {
     jsonOptions: { ignoreUnknownFields: false },
   });
   router.service(Sessions, createSessionsService(env));
+  router.service(Audit, createAuditService(env));
   return new Map(router.handlers.map((h) => [h.requestPath, h]));
 }
 

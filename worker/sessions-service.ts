@@ -16,7 +16,8 @@ import {
   type Session,
 } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.js";
-import { builtinHarness, builtinHarnessNames, DEFAULT_HARNESS } from "../runtimes/builtin/index.js";
+import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
+import { hostConfig } from "../objects/config.js";
 import { directoryStub, FrameDecoder, sessionStub, type Env } from "../objects/index.js";
 import { callerOf, noteSession } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
@@ -25,9 +26,11 @@ export const DEFAULT_PROJECT = "default";
 const REPLAY_PAGE = 500;
 
 export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
+  const config = hostConfig(env);
+  const harnesses = builtinHarnesses({ chat: config.model !== undefined, testing: config.testHarnesses });
   return {
     async createSession(req, ctx) {
-      const session = await createSession(env, ctx, req);
+      const session = await createSession(env, harnesses, ctx, req);
       noteSession(ctx, session.metadata?.uid ?? "");
       return session;
     },
@@ -55,7 +58,7 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
     async *exec(req, ctx) {
       let uid: SessionUid;
       if (req.session === "") {
-        const created = await createSession(env, ctx, {
+        const created = await createSession(env, harnesses, ctx, {
           session: create(SessionSchema, { harness: req.harness }),
         } as CreateSessionRequest);
         uid = created.metadata!.uid as SessionUid;
@@ -108,21 +111,22 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
     deleteSession: unimplemented("DeleteSession", "session lifecycle (issue 4)"),
     cancel: unimplemented("Cancel", "session lifecycle (issue 4)"),
     suspend: unimplemented("Suspend", "session lifecycle (issue 4)"),
-    resume: unimplemented("Resume", "the deterministic controller (issue 3)"),
+    async resume(req, ctx) {
+      const uid = requireUid(req.session, "session");
+      noteSession(ctx, uid);
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).resume();
+      if (!r.ok) throw connectErrorFrom(r);
+      return fromBinary(SessionSchema, r.value);
+    },
     fork: unimplemented("Fork", "session lifecycle (issue 4)"),
     approve: unimplemented("Approve", "tools and approvals (issue 5)"),
   };
 }
 
-async function createSession(env: Env, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
+async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
   const s = req.session ?? create(SessionSchema);
   const harness = s.harness || DEFAULT_HARNESS;
-  if (!builtinHarness(harness)) {
-    throw new ConnectError(
-      `unknown harness "${harness}": this host serves ${builtinHarnessNames().join(", ")}`,
-      Code.InvalidArgument,
-    );
-  }
+  if (!harnesses.get(harness)) throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);
   const statics = create(SessionSchema, {
     metadata: { project: s.metadata?.project || DEFAULT_PROJECT, name: s.metadata?.name ?? "" },
     harness,
@@ -139,7 +143,7 @@ async function createSession(env: Env, ctx: HandlerContext, req: CreateSessionRe
 }
 
 /** An empty uid is malformed (INVALID_ARGUMENT); a malformed one names no session (NOT_FOUND). */
-function requireUid(value: string, field: string): SessionUid {
+export function requireUid(value: string, field: string): SessionUid {
   if (value === "") throw new ConnectError(`${field} is required: pass a session uid (sess-…)`, Code.InvalidArgument);
   const uid = parseSessionUid(value);
   if (!uid) throw new ConnectError("session not found: session uids look like sess- followed by 24 hex digits", Code.NotFound);

@@ -50,3 +50,34 @@ export function describeRefusal(r: AppendRefusal): string {
       return `event ${r.index} cannot be journaled: ${r.detail}`;
   }
 }
+
+/** Replay or recovery saw the harness ask for something other than what the journal recorded. */
+export class ReplayDivergedError extends Error {
+  constructor(
+    readonly seq: bigint,
+    readonly reason: string,
+  ) {
+    super(seq > 0n ? `replay diverged at seq ${seq}: ${reason}` : `replay diverged: ${reason}`);
+    this.name = "ReplayDivergedError";
+  }
+}
+
+/** The journal cannot be replayed or recovered as it stands (ErrInvalidExecutionLog). */
+export class InvalidLogError extends Error {
+  constructor(
+    readonly detail: string,
+    /** An invocation whose inputs were only partly committed (ErrIncompleteInvocation). */
+    readonly incomplete = false,
+  ) {
+    super(detail);
+    this.name = "InvalidLogError";
+  }
+}
+
+/** The harness serving a recorded execution is not the one that ran it (name or version). */
+export class HarnessMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "HarnessMismatchError";
+  }
+}

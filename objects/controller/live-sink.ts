@@ -11,6 +11,7 @@ import {
   EventSchema,
   ModelCallSchema,
   type Event,
+  type ModelCall,
   type ToolCall,
   type ToolResult,
   type Usage,
@@ -19,7 +20,7 @@ import { modelInputHash } from "../../proto/canon.js";
 import { mintModelCallId } from "../../proto/ids.js";
 import { assistantText } from "../../proto/messages.js";
 import type { EventSink, ModelRequest, ModelResponse } from "../../runtimes/harness-spi.js";
-import { SinkClosedError, TurnInterruptedError } from "./errors.js";
+import { ModelProviderError, SinkClosedError, TurnInterruptedError } from "./errors.js";
 import type { ModelInvoker } from "./models.js";
 import type { TurnWriter } from "./turn-writer.js";
 
@@ -44,35 +45,47 @@ export class LiveSink implements EventSink {
 
   model(req: ModelRequest): Promise<ModelResponse> {
     return this._serial(async () => {
-      const wire = create(ModelCallSchema, {
-        model: req.model,
-        params: req.params ?? {},
-        messages: req.messages,
-        tools: req.tools ?? [],
-        toolChoice: req.toolChoice,
-      });
-      const inputHash = modelInputHash(wire);
+      const model = this._o.models.resolve(req.model);
+      // A model no provider serves is a configuration problem, not a provider failure: nothing is recorded.
+      if (!this._o.models.serves(model)) {
+        throw new ModelProviderError(`no model provider serves model "${model}" on this host (configure MODEL_BASE_URL)`);
+      }
+      const inputHash = modelInputHash(wireModelCall(req));
       this._record(EventKind.EVENT_MODEL_CALL, {
         case: "model",
-        value: create(ModelCallSchema, { model: req.model, params: req.params ?? {}, inputHash, id: mintModelCallId() }),
+        value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }),
       });
-      const onDelta = this._o.onDelta;
-      let streamed = false;
-      const res = await this._o.models.invoke(req, {
-        signal: this._o.signal,
-        onDelta:
-          onDelta &&
-          ((chunk) => {
-            streamed = true;
-            onDelta(chunk, false);
-          }),
-      });
-      this._check();
-      // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
-      if (onDelta && streamed) onDelta("", true);
-      this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message });
-      return res;
+      return this._invokeAndRecord({ ...req, model });
     });
+  }
+
+  /**
+   * Answers a MODEL_CALL recorded before a crash (resume's "model cut"): one provider call for the
+   * recorded model, then OUTPUT after the existing MODEL_CALL. Not serialized: the resume sink
+   * calls it from inside its own serialized operation.
+   */
+  answerRecordedCall(req: ModelRequest, recorded: ModelCall): Promise<ModelResponse> {
+    this._check();
+    return this._invokeAndRecord({ ...req, model: recorded.model || this._o.models.resolve(req.model) });
+  }
+
+  private async _invokeAndRecord(req: ModelRequest): Promise<ModelResponse> {
+    const onDelta = this._o.onDelta;
+    let streamed = false;
+    const res = await this._o.models.invoke(req, {
+      signal: this._o.signal,
+      onDelta:
+        onDelta &&
+        ((chunk) => {
+          streamed = true;
+          onDelta(chunk, false);
+        }),
+    });
+    this._check();
+    // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
+    if (onDelta && streamed) onDelta("", true);
+    this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message });
+    return res;
   }
 
   output(text: string): Promise<void> {
@@ -119,4 +132,15 @@ export class LiveSink implements EventSink {
     this._queue = run.catch(() => undefined);
     return run;
   }
+}
+
+/** The request as the harness issued it, in wire form: what input_hash covers (CONTRACT.md §7.7). */
+export function wireModelCall(req: ModelRequest): ModelCall {
+  return create(ModelCallSchema, {
+    model: req.model,
+    params: req.params ?? {},
+    messages: req.messages,
+    tools: req.tools ?? [],
+    toolChoice: req.toolChoice,
+  });
 }

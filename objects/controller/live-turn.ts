@@ -11,7 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
-import { AppendRefusedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
+import { AppendRefusedError, ReplayDivergedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
 import { LiveSink } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
@@ -72,23 +72,38 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       return history;
     },
   };
+  let error: unknown;
   try {
     await plan.harness.run(start, sink);
-    sink.seal();
-    if (plan.signal.aborted) throw plan.signal.reason;
-    writer.append([endEvent(plan.executionId, "COMPLETED")]);
-    return { kind: "completed" };
   } catch (e) {
-    sink.seal();
-    return fail(writer, plan.executionId, e);
+    error = e;
   }
+  sink.seal();
+  return concludeTurn(writer, plan.executionId, plan.signal, error);
+}
+
+/**
+ * Ends an execution after Run returned: END{COMPLETED} on success, else a best-effort ERROR. A
+ * refused append (a newer placement owns the session) stops without a terminal record.
+ */
+export function concludeTurn(writer: TurnWriter, executionId: string, signal: AbortSignal, error: unknown): TurnOutcome {
+  if (error === undefined && signal.aborted) error = signal.reason;
+  if (error === undefined) {
+    try {
+      writer.append([endEvent(executionId, "COMPLETED")]);
+      return { kind: "completed" };
+    } catch (e) {
+      error = e;
+    }
+  }
+  return fail(writer, executionId, error);
 }
 
 function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome {
   if (e instanceof AppendRefusedError) {
     return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
   }
-  const code = e instanceof TurnInterruptedError ? (e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled) : Code.Internal;
+  const code = codeOf(e);
   const message = e instanceof Error ? e.message : String(e);
   try {
     writer.append([errorEvent(executionId, code, message)]);
@@ -97,6 +112,12 @@ function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome 
     throw refused;
   }
   return { kind: "failed", code, message };
+}
+
+function codeOf(e: unknown): Code {
+  if (e instanceof TurnInterruptedError) return e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled;
+  if (e instanceof ReplayDivergedError) return Code.FailedPrecondition;
+  return Code.Internal;
 }
 
 function startMarker(plan: LiveTurnPlan): Event {

@@ -1,7 +1,9 @@
 /**
  * Host-mediated model calls: the controller asks a `ModelInvoker`, never the harness's own SDK.
- * The invoker picks a provider by model id (echo is always there; issue 3 adds an
- * OpenAI-compatible provider).
+ *
+ * A harness names the model it wants; "" means the session's model, else the deployment default
+ * (`resolve`). The invoker routes `echo` to the built-in echo model and everything else to the
+ * configured provider (objects/models/), counting every live call so replay can prove it made none.
  */
 import type { ModelRequest, ModelResponse } from "../../runtimes/harness-spi.js";
 import { ECHO_MODEL, echoModel } from "../../runtimes/builtin/echo.js";
@@ -14,15 +16,43 @@ export interface InvokeOptions {
 }
 
 export interface ModelInvoker {
+  /** The model a request for `requested` runs on. */
+  resolve(requested: string): string;
+  /** Whether a provider on this host can serve `model`. */
+  serves(model: string): boolean;
+  /** Invokes the provider for a request whose model is already resolved. */
   invoke(req: ModelRequest, opts: InvokeOptions): Promise<ModelResponse>;
+  /** Live provider calls made through this invoker. */
+  readonly calls: number;
 }
 
-/** The providers this host serves; `echo` answers locally and deterministically. */
-export function createModelInvoker(): ModelInvoker {
+/** A configured model provider (e.g. objects/models/openai-chat.ts). */
+export interface ModelProvider {
+  complete(req: ModelRequest, opts: InvokeOptions): Promise<ModelResponse>;
+}
+
+export interface ModelInvokerOptions {
+  /** The session's `model` field. */
+  sessionModel?: string;
+  /** The deployment's default model (MODEL_DEFAULT). */
+  defaultModel?: string;
+  /** The provider for every model but echo; undefined when none is configured. */
+  provider?: ModelProvider;
+}
+
+export function createModelInvoker(o: ModelInvokerOptions = {}): ModelInvoker {
+  let calls = 0;
   return {
-    async invoke(req) {
+    resolve: (requested) => requested || o.sessionModel || o.defaultModel || ECHO_MODEL,
+    serves: (model) => model === ECHO_MODEL || o.provider !== undefined,
+    async invoke(req, opts) {
+      calls++;
       if (req.model === ECHO_MODEL) return echoModel(req);
-      throw new ModelProviderError(`no model provider is configured for model "${req.model}"`);
+      if (!o.provider) throw new ModelProviderError(`no model provider serves model "${req.model}" on this host`);
+      return o.provider.complete(req, opts);
+    },
+    get calls() {
+      return calls;
     },
   };
 }

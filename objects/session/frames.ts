@@ -58,3 +58,52 @@ export class FrameDecoder {
     return this._buf.length === 0;
   }
 }
+
+/**
+ * The producing side of an Exec stream: frames are queued as they happen and handed to the Worker
+ * as a byte stream. A reader that went away never fails the turn: its records are durable anyway.
+ */
+export class FrameSink {
+  readonly stream: ReadableStream<Uint8Array>;
+  private _ctl!: ReadableStreamDefaultController<Uint8Array>;
+  private _open = true;
+
+  constructor() {
+    this.stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        this._ctl = c;
+      },
+      cancel: () => {
+        this._open = false;
+      },
+    });
+  }
+
+  update(updateBytes: Uint8Array): void {
+    this._push(encodeUpdateFrame(updateBytes));
+  }
+
+  fail(f: Failure): void {
+    this._push(encodeFailureFrame(f));
+    this.close();
+  }
+
+  close(): void {
+    if (!this._open) return;
+    this._open = false;
+    try {
+      this._ctl.close();
+    } catch {
+      // the reader already went away
+    }
+  }
+
+  private _push(bytes: Uint8Array): void {
+    if (!this._open) return;
+    try {
+      this._ctl.enqueue(bytes);
+    } catch {
+      this._open = false;
+    }
+  }
+}

@@ -18,6 +18,10 @@ export type FailureReason =
   | "invalid_event"
   | "harness_unavailable"
   | "unplaceable"
+  | "invalid_log"
+  | "incomplete_invocation"
+  | "harness_mismatch"
+  | "replay_diverged"
   | "turn_failed"
   | "unimplemented"
   | "internal";

@@ -1,32 +1,33 @@
 /**
- * The session core hosted by one SessionObject: metadata, journal, the live guard, and turns.
+ * The session core hosted by one SessionObject: metadata, journal, the live guard, turns,
+ * recovery and audit.
  *
  * Plain TypeScript over a `SqlDb`: the Durable Object class (objects/session-object.ts) only wires
- * storage, clock and bindings and forwards its RPC methods here, and Node tests drive it on sql.js.
- * SQLite is the truth; the only in-memory state is the live turn (the overlap guard) and caches.
+ * storage, clock and configuration and forwards its RPC methods here, and Node tests drive it on
+ * sql.js. SQLite is the truth; the only in-memory state is the live turn (the overlap guard, which
+ * is global because a Durable Object has exactly one live instance) and caches.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
-import { EventSchema, LogRecordSchema, type Event, type LogRecord } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import {
-  ExecUpdateSchema,
-  SessionSchema,
-  type ExecRequest,
-  type ExecUpdate,
-  type Session,
-} from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { EventSchema, Lifecycle_Kind, LogRecordSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { ExecUpdateSchema, SessionSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import type { ChainReport } from "../../proto/verify.js";
-import { builtinHarness, builtinHarnessNames, DEFAULT_HARNESS } from "../../runtimes/builtin/index.js";
-import { describeRefusal, TurnInterruptedError, type AppendRefusal } from "../controller/errors.js";
-import { runLiveTurn, type TurnOutcome } from "../controller/live-turn.js";
+import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessResolver } from "../../runtimes/builtin/index.js";
+import { TurnInterruptedError } from "../controller/errors.js";
+import { latestExecution, parseExecutions, type LoggedEvent } from "../controller/execution-log.js";
+import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
+import { runLiveTurn } from "../controller/live-turn.js";
 import type { ModelInvoker } from "../controller/models.js";
-import type { TurnLog } from "../controller/turn-writer.js";
+import { replayJournal, type ReplayReport } from "../controller/replay.js";
+import { resumeLatest, type ResumeOutcome } from "../controller/resume.js";
+import type { RecordObserver, TurnLog } from "../controller/turn-writer.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import { Journal, type AppendedRecord, type AppendResult, type StoredRecord } from "../journal/journal.js";
 import type { SqlDb } from "../storage/sql.js";
-import { encodeFailureFrame, encodeUpdateFrame } from "./frames.js";
+import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
+import { FrameSink } from "./frames.js";
+import { lifecycleEvent } from "./lifecycle.js";
 import { INITIAL_STATES, MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import { projectEvents, type States } from "./projection.js";
@@ -39,9 +40,12 @@ export const DESCRIBE_TIMEOUT_MS = 10_000;
 export interface SessionHostDeps {
   db: SqlDb;
   now: () => number;
-  models: ModelInvoker;
+  /** The model invoker for a session whose `model` field is `sessionModel`. */
+  models: (sessionModel: string) => ModelInvoker;
   /** Reports the session's latest state to its tenant's Directory. */
   directory: (tenant: string, row: DirectoryRow) => Promise<void>;
+  /** The harnesses this host serves; the built-in echo harness by default. */
+  harnesses?: HarnessResolver;
   maxEventBytes?: number;
 }
 
@@ -54,36 +58,33 @@ export interface CreateArgs {
 
 export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failure;
 
+export interface AuditReport {
+  chain: ChainReport;
+  replay?: ReplayReport;
+}
+
 interface LiveTurn {
-  executionId: string;
   abort: AbortController;
 }
 
 export class SessionHost {
   private readonly _meta: MetaStore;
   private readonly _journal: Journal;
+  private readonly _harnesses: HarnessResolver;
   private _live: LiveTurn | undefined;
 
   constructor(private readonly _d: SessionHostDeps) {
+    this._harnesses = _d.harnesses ?? builtinHarnesses();
     this._meta = new MetaStore(_d.db);
     this._journal = new Journal(_d.db, _d.maxEventBytes);
   }
 
   /** Writes the metadata row: no events, no compute (BEHAVIOUR.md §4.1). */
   async create(args: CreateArgs): Promise<Outcome<Session>> {
-    if (isSessionInitialized(this._d.db) && this._meta.load()) {
-      return failure("session_exists", `session ${args.uid} already exists`);
-    }
+    if (this._exists()) return failure("session_exists", `session ${args.uid} already exists`);
     migrateSession(this._d.db);
     const now = this._d.now();
-    const meta: SessionMeta = {
-      tenant: args.tenant,
-      uid: args.uid,
-      statics: args.statics,
-      createMs: now,
-      updateMs: now,
-      ...INITIAL_STATES,
-    };
+    const meta: SessionMeta = { tenant: args.tenant, uid: args.uid, statics: args.statics, createMs: now, updateMs: now, ...INITIAL_STATES };
     this._d.db.transaction(() => this._meta.insert(meta));
     const session = this._render();
     await this._syncDirectory(session);
@@ -100,111 +101,186 @@ export class SessionHost {
     return success(this._journal.read(from, to, limit));
   }
 
-  verify(): Outcome<ChainReport> {
+  /**
+   * Audit: walk the chain (and check it against the head the Directory anchored, which a bare
+   * chain cannot vouch for); with `replay`, re-run every completed execution against the journal.
+   * Never writes.
+   */
+  async audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {
     if (!this._exists()) return notFound();
-    return success(this._journal.verify());
+    const chain = checkAnchor(this._journal.verify(), anchor, (seq) => this._journal.read(seq, seq, 1)[0]?.hash);
+    if (!replay) return success({ chain });
+    const report = await replayJournal(this._loggedEvents(), {
+      sessionUid: this._meta.load()!.uid,
+      describe: this._describer(),
+      defaultHarness: DEFAULT_HARNESS,
+      models: this._models(),
+    });
+    return success({ chain, replay: report });
   }
 
   /**
-   * Starts one turn. Routing errors come back before any frame; otherwise the stream's first frame
-   * is the Session, then each record as it commits, then either the end or a failure frame.
+   * One Exec. Routing errors come back before any frame; otherwise the stream's first frame is the
+   * Session, then each record as it commits (and deltas), then the end or a failure frame. An
+   * inputless Exec on a session whose latest execution never ended recovers that execution.
    */
   exec(req: ExecRequest): ExecStart {
     if (!this._exists()) return notFound();
     const meta = this._meta.load()!;
-    const harnessName = req.harness || meta.statics.harness || DEFAULT_HARNESS;
-    const harness = builtinHarness(harnessName);
-    if (!harness) {
-      return failure(
-        "unknown_harness",
-        `unknown harness "${harnessName}": this host serves ${builtinHarnessNames().join(", ")}`,
-      );
-    }
+    const name = req.harness || meta.statics.harness || DEFAULT_HARNESS;
+    if (!this._harnesses.get(name)) return failure("unknown_harness", unknownHarnessMessage(name, this._harnesses));
     const out = new FrameSink();
-    out.update(create(ExecUpdateSchema, { update: { case: "session", value: this._render() } }));
-
+    out.update(updateBytes({ case: "session", value: this._render() }));
     if (req.deadlineUnix > 0n && BigInt(this._d.now()) >= req.deadlineUnix * 1000n) {
       out.fail(failure("deadline_exceeded", "deadline_unix is already in the past: nothing was run or written"));
       return { ok: true, frames: out.stream };
     }
     if (this._live) {
-      out.fail(failure("session_busy", "another turn is running on this session: wait for it to finish, then retry"));
+      out.fail(busy());
       return { ok: true, frames: out.stream };
     }
-    // The guard is taken before the first await, so an overlapping Exec can never slip in.
-    const live: LiveTurn = { executionId: mintExecutionId(), abort: new AbortController() };
-    this._live = live;
-    void this._runTurn(live, req, harnessName, harness, out).finally(() => {
-      if (this._live === live) this._live = undefined;
-    });
+    // The guard is taken before the first await, so an overlapping call can never slip in.
+    const live = this._takeGuard();
+    void this._runExec(live, req, name, out);
     return { ok: true, frames: out.stream };
   }
 
-  private async _runTurn(
-    live: LiveTurn,
-    req: ExecRequest,
-    harnessName: string,
-    harness: NonNullable<ReturnType<typeof builtinHarness>>,
-    out: FrameSink,
-  ): Promise<void> {
-    const stopDeadline = this._armDeadline(live, req.deadlineUnix);
-    let result: Failure | undefined;
+  /**
+   * Resume (BEHAVIOUR.md §4.9): re-drive the latest execution if it never ended, then journal
+   * LIFECYCLE(RESUME) under the recovery's fresh fence. A session with nothing to recover just
+   * gets the marker.
+   */
+  async resume(): Promise<Outcome<Session>> {
+    if (!this._exists()) return notFound();
+    if (this._live) return busy();
+    const live = this._takeGuard();
+    let fence: bigint | undefined;
     try {
-      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
-      if (!descriptor) {
-        result = failure("harness_unavailable", `harness "${harnessName}" did not describe itself within 10 s; retry later`);
+      const outcome = await this._recover(live, () => (fence = this._journal.mintFence()), () => undefined);
+      const failed = resumeFailure(outcome);
+      if (failed) return failed;
+      fence ??= this._journal.mintFence();
+      const marked = this._append([lifecycleEvent(Lifecycle_Kind.LIFECYCLE_RESUME)], { fence });
+      if (!marked.ok) return refusalFailure(marked);
+      return success(this._release(live));
+    } finally {
+      this._release(live);
+      await this._syncDirectory(this._render()).catch(() => undefined);
+    }
+  }
+
+  private async _runExec(live: LiveTurn, req: ExecRequest, name: string, out: FrameSink): Promise<void> {
+    const observe: RecordObserver = (records) => {
+      for (const r of records) out.update(updateBytes({ case: "record", value: logRecordOf(r) }));
+    };
+    let result: Failure | undefined;
+    const stopDeadline = this._armDeadline(live, req.deadlineUnix);
+    try {
+      if (req.inputs.length === 0 && this._interrupted()) {
+        if (req.expectedLastSeq !== undefined && req.expectedLastSeq !== this._journal.head().seq) {
+          result = refusalFailure({ ok: false, reason: "conflict", head: this._journal.head().seq, expected: req.expectedLastSeq });
+          return;
+        }
+        result = resumeFailure(await this._recover(live, () => this._journal.mintFence(), observe, out));
         return;
       }
-      // CanPlace (CONTRACT.md §6.1): the built-in runtime has no memory snapshots.
-      if (descriptor.capabilities?.resumability === Resumability.REQUIRES_MEMORY_SNAPSHOT) {
-        result = failure("unplaceable", `harness "${harnessName}" requires memory snapshots, which this runtime cannot take`);
+      const admitted = await this._admit(name);
+      if (!admitted.ok) {
+        result = admitted;
         return;
       }
+      const executionId = mintExecutionId();
       const outcome = await runLiveTurn(
         {
           sessionUid: this._meta.load()!.uid,
-          executionId: live.executionId,
-          harnessName,
-          harness,
-          descriptor,
+          executionId,
+          harnessName: name,
+          harness: admitted.value.harness,
+          descriptor: admitted.value.descriptor,
           inputs: req.inputs,
           config: req.config,
           resumeFromSeq: req.resumeFromSeq,
           expectedSeq: req.expectedLastSeq,
           signal: live.abort.signal,
         },
-        {
-          log: this._turnLog(),
-          models: this._d.models,
-          observe: (records) => {
-            for (const r of records) out.update(create(ExecUpdateSchema, { update: { case: "record", value: logRecordOf(r) } }));
-          },
-          onDelta: (chunk, done) =>
-            out.update(
-              create(ExecUpdateSchema, { update: { case: "delta", value: { executionId: live.executionId, chunk, done } } }),
-            ),
-        },
+        { log: this._turnLog(), models: this._models(), observe, onDelta: deltaRelay(out, executionId) },
       );
       result = turnFailure(outcome);
     } catch (e) {
-      console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: errorName(e) }));
-      result = failure("internal", "internal error while running the turn; the journal is intact, Resume can recover it");
+      console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
+      result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
     } finally {
       stopDeadline();
-      this._live = undefined;
+      this._release(live);
       await this._syncDirectory(this._render()).catch(() => undefined);
       if (result) out.fail(result);
       else out.close();
     }
   }
 
+  /** Re-drives the latest execution if it never ended (controller Resume). */
+  private _recover(live: LiveTurn, mintFence: () => bigint, observe: RecordObserver, out?: FrameSink): Promise<ResumeOutcome> {
+    const events = this._loggedEvents();
+    const parsed = parseExecutions(events);
+    const executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
+    return resumeLatest(events, {
+      sessionUid: this._meta.load()!.uid,
+      log: this._turnLog(),
+      mintFence,
+      place: canPlace,
+      describe: this._describer(),
+      defaultHarness: DEFAULT_HARNESS,
+      models: this._models(),
+      observe,
+      onDelta: out && deltaRelay(out, executionId),
+      signal: live.abort.signal,
+    });
+  }
+
+  /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
+  private async _admit(name: string): Promise<Outcome<DescribedHarness>> {
+    const described = await this._describer()(name);
+    if (!described) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    const refused = canPlace(described);
+    return refused ? failure("unplaceable", refused) : success(described);
+  }
+
+  private _describer(): DescribeHarness {
+    return async (name) => {
+      const harness = this._harnesses.get(name);
+      if (!harness) return undefined;
+      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+      return descriptor && { name, harness, descriptor };
+    };
+  }
+
+  private _interrupted(): boolean {
+    const parsed = parseExecutions(this._loggedEvents());
+    if (!parsed.ok) return false;
+    const latest = latestExecution(parsed);
+    return latest !== undefined && latest.endState === undefined;
+  }
+
+  private _models(): ModelInvoker {
+    return this._d.models(this._meta.load()!.statics.model);
+  }
+
+  private _takeGuard(): LiveTurn {
+    const live: LiveTurn = { abort: new AbortController() };
+    this._live = live;
+    return live;
+  }
+
+  /** Releases the guard if `live` still holds it; returns the session as it now stands. */
+  private _release(live: LiveTurn): Session {
+    if (this._live === live) this._live = undefined;
+    return this._render();
+  }
+
   private _armDeadline(live: LiveTurn, deadlineUnix: bigint): () => void {
     if (deadlineUnix <= 0n) return () => undefined;
     const ms = Number(deadlineUnix * 1000n - BigInt(this._d.now()));
-    const t = setTimeout(
-      () => live.abort.abort(new TurnInterruptedError("deadline", "the turn's deadline_unix passed")),
-      Math.max(0, ms),
-    );
+    const t = setTimeout(() => live.abort.abort(new TurnInterruptedError("deadline", "the turn's deadline_unix passed")), Math.max(0, ms));
     return () => clearTimeout(t);
   }
 
@@ -213,7 +289,7 @@ export class SessionHost {
     return {
       append: (events, opts) => this._append(events, opts),
       head: () => this._journal.head(),
-      events: (from, to) => this._events(from, to),
+      events: (from, to) => this._events(from, to).map((e) => e.event),
     };
   }
 
@@ -235,12 +311,16 @@ export class SessionHost {
     return r;
   }
 
-  private _events(from: bigint, to: bigint): Event[] {
-    const out: Event[] = [];
+  private _loggedEvents(): LoggedEvent[] {
+    return this._events(1n, 0n);
+  }
+
+  private _events(from: bigint, to: bigint): LoggedEvent[] {
+    const out: LoggedEvent[] = [];
     let at = from;
     for (;;) {
       const page = this._journal.read(at, to, 512);
-      for (const r of page) out.push(fromBinary(EventSchema, r.event));
+      for (const r of page) out.push({ seq: r.seq, event: fromBinary(EventSchema, r.event) });
       if (page.length < 512) return out;
       at = page[page.length - 1]!.seq + 1n;
     }
@@ -269,91 +349,38 @@ export class SessionHost {
   }
 }
 
-/** Collects Exec frames into the stream handed to the Worker; a detached reader never fails a turn. */
-class FrameSink {
-  readonly stream: ReadableStream<Uint8Array>;
-  private _ctl!: ReadableStreamDefaultController<Uint8Array>;
-  private _open = true;
-
-  constructor() {
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this._ctl = c;
-      },
-      cancel: () => {
-        this._open = false;
-      },
-    });
-  }
-
-  update(u: ExecUpdate): void {
-    this._push(encodeUpdateFrame(toBinary(ExecUpdateSchema, u)));
-  }
-
-  fail(f: Failure): void {
-    this._push(encodeFailureFrame(f));
-    this.close();
-  }
-
-  close(): void {
-    if (!this._open) return;
-    this._open = false;
-    try {
-      this._ctl.close();
-    } catch {
-      // The reader went away; the turn's records are durable regardless.
-    }
-  }
-
-  private _push(bytes: Uint8Array): void {
-    if (!this._open) return;
-    try {
-      this._ctl.enqueue(bytes);
-    } catch {
-      this._open = false;
-    }
-  }
+/** CanPlace (CONTRACT.md §6.1): the built-in runtime has no memory snapshots. */
+function canPlace(h: DescribedHarness): string | undefined {
+  if (h.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT) return undefined;
+  return `harness "${h.name}" requires memory snapshots, which this runtime cannot take`;
 }
 
-function turnFailure(o: TurnOutcome): Failure | undefined {
-  switch (o.kind) {
-    case "completed":
-      return undefined;
-    case "refused":
-      return refusalFailure(o.refusal);
-    case "failed":
-      if (o.stopped) return refusalFailure(o.stopped);
-      if (o.code === Code.DeadlineExceeded) return failure("deadline_exceeded", `the turn passed its deadline: ${o.message}`);
-      if (o.code === Code.Canceled) return failure("canceled", `the turn was canceled: ${o.message}`);
-      return failure("turn_failed", `the turn failed and an ERROR record was journaled: ${o.message}`);
+/** A bare chain cannot show truncation; the head the Directory anchored can. */
+function checkAnchor(chain: ChainReport, anchor: { seq: number; hash: string } | undefined, hashAt: (seq: bigint) => string | undefined): ChainReport {
+  if (!chain.ok || !anchor || anchor.seq <= 0) return chain;
+  const seq = BigInt(anchor.seq);
+  if (seq > chain.records) {
+    return { ...chain, ok: false, firstBadSeq: chain.records + 1n, reason: `the journal ends at seq ${chain.records}, but its head was anchored at seq ${seq}: records are missing` };
   }
-}
-
-function refusalFailure(r: AppendRefusal): Failure {
-  switch (r.reason) {
-    case "conflict":
-      return failure(
-        "cas_conflict",
-        `${describeRefusal(r)}; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`,
-      );
-    case "fenced":
-      return failure("fenced", `${describeRefusal(r)}; a newer placement owns the session: retry`);
-    case "too_large":
-      return failure("event_too_large", `${describeRefusal(r)}; send large content by URI with a digest instead`);
-    case "invalid_event":
-      return failure("invalid_event", describeRefusal(r));
+  if (hashAt(seq) !== anchor.hash) {
+    return { ...chain, ok: false, firstBadSeq: seq, reason: "the record at the anchored head has a different hash than was anchored" };
   }
+  return chain;
 }
 
-function notFound(): Failure {
-  return failure("session_not_found", "session not found: check the uid (ListSessions shows this tenant's sessions)");
+function updateBytes(update: ExecUpdate["update"]): Uint8Array {
+  return toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update }));
 }
 
-function logRecordOf(r: AppendedRecord): LogRecord {
+function deltaRelay(out: FrameSink, executionId: string) {
+  return (chunk: string, done: boolean) => out.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
+}
+
+function logRecordOf(r: AppendedRecord) {
   return create(LogRecordSchema, { seq: r.seq, prevHash: r.prevHash, contentHash: r.hash, fence: r.fence, event: r.decoded });
 }
 
-async function describeWithin(h: NonNullable<ReturnType<typeof builtinHarness>>, ms: number) {
+async function describeWithin(h: NonNullable<ReturnType<HarnessResolver["get"]>>, ms: number) {
   const ac = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined = undefined;
   try {
@@ -371,6 +398,3 @@ async function describeWithin(h: NonNullable<ReturnType<typeof builtinHarness>>,
   }
 }
 
-function errorName(e: unknown): string {
-  return e instanceof Error ? e.name : typeof e;
-}

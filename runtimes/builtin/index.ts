@@ -1,19 +1,43 @@
 /**
- * The harnesses built into the host (STATIC in registry terms). `echo` is the default.
+ * The harnesses built into the host (STATIC in registry terms). `echo` is the default and always
+ * served; `chat` is served when a model provider is configured; the test-only harnesses only when
+ * the deployment asks for them.
  */
 import type { Harness } from "../harness-spi.js";
+import { createChatHarness } from "./chat.js";
 import { echoHarness } from "./echo.js";
+import { holdHarness } from "./testing.js";
 
 export { echoHarness, echoModel, ECHO_MODEL } from "./echo.js";
+export { createChatHarness } from "./chat.js";
 
 export const DEFAULT_HARNESS = "echo";
 
-const BUILTIN: ReadonlyMap<string, Harness> = new Map([["echo", echoHarness]]);
-
-export function builtinHarness(name: string): Harness | undefined {
-  return BUILTIN.get(name);
+export interface HarnessResolver {
+  get(name: string): Harness | undefined;
+  /** Every name served, sorted. */
+  names(): string[];
 }
 
-export function builtinHarnessNames(): string[] {
-  return [...BUILTIN.keys()].sort();
+export interface BuiltinOptions {
+  /** Serve `chat` (a model provider is configured). */
+  chat?: boolean;
+  /** Model ids `chat` advertises. */
+  chatModels?: string[];
+  /** Serve the test-only harnesses. */
+  testing?: boolean;
+}
+
+export function builtinHarnesses(o: BuiltinOptions = {}): HarnessResolver {
+  const m = new Map<string, Harness>([["echo", echoHarness]]);
+  if (o.chat) m.set("chat", createChatHarness({ models: o.chatModels }));
+  if (o.testing) m.set("hold", holdHarness);
+  const names = [...m.keys()].sort();
+  return { get: (n) => m.get(n), names: () => names };
+}
+
+/** Why a name is not served, for the INVALID_ARGUMENT message. */
+export function unknownHarnessMessage(name: string, served: HarnessResolver): string {
+  const hint = name === "chat" ? " (chat needs a model provider: set MODEL_BASE_URL)" : "";
+  return `unknown harness "${name}"${hint}: this host serves ${served.names().join(", ")}`;
 }

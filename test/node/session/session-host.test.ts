@@ -51,7 +51,7 @@ function setup(extra: Record<string, Harness> = {}) {
   const host = new SessionHost({
     db,
     now: () => clock,
-    models: createModelInvoker(),
+    models: (sessionModel) => createModelInvoker({ sessionModel }),
     directory: async (_tenant, row) => {
       reports.push(row);
     },
@@ -129,7 +129,7 @@ describe("SessionHost", () => {
     const s = host.get();
     expect(s.ok && s.value).toMatchObject({ lastSeq: 5n, execState: ExecState.EXEC_COMPLETED, computeState: ComputeState.COMPUTE_LIVE });
     expect(reports[reports.length - 1]!.headSeq).toBe(5);
-    expect(host.verify()).toMatchObject({ ok: true, value: { ok: true, records: 5n } });
+    expect(await host.audit(false)).toMatchObject({ ok: true, value: { chain: { ok: true, records: 5n } } });
   });
 
   it("exec: a stale expected_last_seq is ABORTED after the session frame and writes nothing", async () => {

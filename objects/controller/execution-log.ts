@@ -1,0 +1,129 @@
+/**
+ * Splits a journal into executions (BEHAVIOUR.md §2.4, step 1-2) and checks what replay and
+ * recovery rely on: every non-lifecycle record names its execution, each execution starts with
+ * exactly one EXECUTION_START, its INPUTs follow the marker, and `input_count` matches them (§2.6).
+ *
+ * Pure: takes decoded records, returns a model of the executions or the first malformation.
+ * Tested in test/node/controller/execution-log.test.ts.
+ */
+import { EventKind, type Event, type ExecutionStart, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+
+export interface LoggedEvent {
+  seq: bigint;
+  event: Event;
+}
+
+export interface Execution {
+  id: string;
+  /** Index (into the parsed list) of the execution's first record; history is everything before it. */
+  firstIndex: number;
+  firstSeq: bigint;
+  lastSeq: bigint;
+  start: ExecutionStart;
+  inputs: Message[];
+  /** Effects in journal order: MODEL_CALL, OUTPUT, TOOL_CALL, TOOL_RESULT, USAGE, APPROVAL_*. */
+  effects: LoggedEvent[];
+  /** The END record's state, when the execution has one. */
+  endState?: string;
+  /** ERROR records (audit only: they end nothing). */
+  errors: bigint[];
+}
+
+export type ParsedLog = { ok: true; events: LoggedEvent[]; executions: Execution[] } | { ok: false; seq: bigint; detail: string };
+
+const EFFECT_KINDS = new Set<EventKind>([
+  EventKind.EVENT_MODEL_CALL,
+  EventKind.EVENT_OUTPUT,
+  EventKind.EVENT_TOOL_CALL,
+  EventKind.EVENT_TOOL_RESULT,
+  EventKind.EVENT_USAGE,
+  EventKind.EVENT_APPROVAL_REQUEST,
+  EventKind.EVENT_APPROVAL_RESULT,
+]);
+
+export function parseExecutions(events: LoggedEvent[]): ParsedLog {
+  const byId = new Map<string, Execution>();
+  const order: Execution[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const { seq, event } = events[i]!;
+    if (event.kind === EventKind.EVENT_LIFECYCLE) continue;
+    const bad = (detail: string): ParsedLog => ({ ok: false, seq, detail });
+    if (event.executionId === "") return bad(`record ${seq} (${EventKind[event.kind] ?? event.kind}) has no execution id`);
+    let ex = byId.get(event.executionId);
+    if (!ex) {
+      if (event.kind !== EventKind.EVENT_EXECUTION_START) {
+        return bad(`execution ${event.executionId} does not begin with EXECUTION_START (record ${seq})`);
+      }
+      if (event.body.case !== "executionStart") return bad(`EXECUTION_START at ${seq} has no body`);
+      ex = {
+        id: event.executionId,
+        firstIndex: i,
+        firstSeq: seq,
+        lastSeq: seq,
+        start: event.body.value,
+        inputs: [],
+        effects: [],
+        errors: [],
+      };
+      byId.set(ex.id, ex);
+      order.push(ex);
+      continue;
+    }
+    ex.lastSeq = seq;
+    switch (event.kind) {
+      case EventKind.EVENT_EXECUTION_START:
+        return bad(`execution ${ex.id} has a second EXECUTION_START at ${seq}`);
+      case EventKind.EVENT_INPUT:
+        if (event.body.case !== "message") return bad(`INPUT at ${seq} has no message`);
+        if (ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0) {
+          return bad(`INPUT at ${seq} comes after the execution's effects`);
+        }
+        ex.inputs.push(event.body.value);
+        break;
+      case EventKind.EVENT_END:
+        if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
+        ex.endState = event.body.case === "end" ? event.body.value.state : "";
+        break;
+      case EventKind.EVENT_ERROR:
+        ex.errors.push(seq);
+        break;
+      default:
+        if (!EFFECT_KINDS.has(event.kind)) return bad(`record ${seq} has an unexpected kind ${event.kind}`);
+        if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
+        ex.effects.push({ seq, event });
+    }
+  }
+  return { ok: true, events, executions: order };
+}
+
+export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail: string };
+
+/**
+ * Input completeness (BEHAVIOUR.md §2.6): the marker must record a non-negative count equal to
+ * the committed INPUTs. Fewer inputs on an execution that never ran is an incomplete invocation.
+ */
+export function checkInputs(ex: Execution): InputCheck {
+  const count = ex.start.inputCount;
+  if (count === undefined) return { ok: false, incomplete: false, detail: `execution ${ex.id} records no input_count` };
+  if (count < 0n) return { ok: false, incomplete: false, detail: `execution ${ex.id} records a negative input_count` };
+  const got = BigInt(ex.inputs.length);
+  if (got === count) return { ok: true };
+  if (got < count && ex.endState === undefined && ex.effects.length === 0) {
+    return {
+      ok: false,
+      incomplete: true,
+      detail: `execution ${ex.id} committed ${got} of its ${count} inputs, so it never reached the harness`,
+    };
+  }
+  return { ok: false, incomplete: false, detail: `execution ${ex.id} records input_count ${count} but has ${got} INPUT records` };
+}
+
+/** The execution Resume would act on: the last one first seen in the journal. */
+export function latestExecution(parsed: Extract<ParsedLog, { ok: true }>): Execution | undefined {
+  return parsed.executions[parsed.executions.length - 1];
+}
+
+/** Everything before the execution's first record (its Start.history). */
+export function historyOf(parsed: Extract<ParsedLog, { ok: true }>, ex: Execution): Event[] {
+  return parsed.events.slice(0, ex.firstIndex).map((e) => e.event);
+}

@@ -1,0 +1,84 @@
+/**
+ * Controller recovery (BEHAVIOUR.md §2.5): re-drive the latest execution when it never ended.
+ *
+ * The harness is re-run with the recorded Start (same execution id, inputs, config, cursor;
+ * history = everything before the execution). Recorded effects are served; a trailing MODEL_CALL
+ * without its OUTPUT is answered by one provider call; then the sink goes live. Success appends
+ * END; a failure appends ERROR; a recorded prefix the harness did not consume is a divergence and
+ * never gets an END. Start values always come from the journal, never from the caller.
+ */
+import type { HarnessStart } from "../../runtimes/harness-spi.js";
+import { HarnessMismatchError } from "./errors.js";
+import { checkInputs, historyOf, latestExecution, parseExecutions, type LoggedEvent } from "./execution-log.js";
+import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
+import { concludeTurn, type TurnOutcome } from "./live-turn.js";
+import { LiveSink } from "./live-sink.js";
+import type { ModelInvoker } from "./models.js";
+import { RecordedSink } from "./recorded-sink.js";
+import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
+
+export type ResumeOutcome =
+  /** The latest execution already ended (or there is none): nothing to do, nothing written. */
+  | { kind: "noop" }
+  /** The journal cannot be recovered as it stands; nothing was written or run. */
+  | { kind: "invalid"; detail: string; incomplete: boolean }
+  /** The recorded harness is not served here, or not the version that ran; nothing written. */
+  | { kind: "mismatch"; detail: string }
+  /** The runtime cannot place the harness (CanPlace); nothing written. */
+  | { kind: "unplaceable"; detail: string }
+  | { kind: "redriven"; outcome: TurnOutcome };
+
+export interface ResumeOptions {
+  sessionUid: string;
+  log: TurnLog;
+  /** Mints the fence for this recovery's placement; called only once every check has passed. */
+  mintFence: () => bigint;
+  /** CanPlace: a refusal reason, or undefined when the harness can run here. */
+  place?: (h: DescribedHarness) => string | undefined;
+  describe: DescribeHarness;
+  defaultHarness: string;
+  models: ModelInvoker;
+  observe: RecordObserver;
+  onDelta?: (chunk: string, done: boolean) => void;
+  signal: AbortSignal;
+}
+
+export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Promise<ResumeOutcome> {
+  const parsed = parseExecutions(events);
+  if (!parsed.ok) return { kind: "invalid", detail: parsed.detail, incomplete: false };
+  const ex = latestExecution(parsed);
+  if (!ex || ex.endState !== undefined) return { kind: "noop" };
+  const inputs = checkInputs(ex);
+  if (!inputs.ok) return { kind: "invalid", detail: inputs.detail, incomplete: inputs.incomplete };
+  let served;
+  try {
+    served = await harnessFor(ex, o.describe, o.defaultHarness);
+  } catch (e) {
+    if (e instanceof HarnessMismatchError) return { kind: "mismatch", detail: e.message };
+    throw e;
+  }
+
+  const refused = o.place?.(served);
+  if (refused) return { kind: "unplaceable", detail: refused };
+  const writer = new TurnWriter(o.log, o.mintFence(), o.observe);
+  const live = new LiveSink({ executionId: ex.id, writer, models: o.models, signal: o.signal, onDelta: o.onDelta });
+  const sink = new RecordedSink({ effects: ex.effects, live });
+  const start: HarnessStart = {
+    sessionUid: o.sessionUid,
+    executionId: ex.id,
+    config: ex.start.config.slice(),
+    history: historyOf(parsed, ex),
+    inputs: ex.inputs,
+    resumeFromSeq: ex.start.resumeFromSeq,
+    signal: o.signal,
+  };
+  let error: unknown;
+  try {
+    await served.harness.run(start, sink);
+  } catch (e) {
+    error = e;
+  }
+  sink.seal();
+  error ??= sink.divergence ?? sink.leftover();
+  return { kind: "redriven", outcome: concludeTurn(writer, ex.id, o.signal, error) };
+}

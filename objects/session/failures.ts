@@ -1,0 +1,71 @@
+/**
+ * Turns the controller's outcomes into the session layer's typed failures, each with a message
+ * that says what happened and what to do next.
+ */
+import { Code } from "@connectrpc/connect";
+import { describeRefusal, type AppendRefusal } from "../controller/errors.js";
+import type { TurnOutcome } from "../controller/live-turn.js";
+import type { ResumeOutcome } from "../controller/resume.js";
+import { failure, type Failure } from "./outcomes.js";
+
+export function turnFailure(o: TurnOutcome): Failure | undefined {
+  switch (o.kind) {
+    case "completed":
+      return undefined;
+    case "refused":
+      return refusalFailure(o.refusal);
+    case "failed":
+      if (o.stopped) return refusalFailure(o.stopped);
+      if (o.code === Code.DeadlineExceeded) return failure("deadline_exceeded", `the turn passed its deadline: ${o.message}`);
+      if (o.code === Code.Canceled) return failure("canceled", `the turn was canceled: ${o.message}`);
+      if (o.code === Code.FailedPrecondition) {
+        return failure("replay_diverged", `${o.message}; the harness no longer matches the journal (an ERROR was journaled)`);
+      }
+      return failure("turn_failed", `the turn failed and an ERROR record was journaled: ${o.message}; Resume retries it`);
+  }
+}
+
+/** Failures of a recovery that wrote nothing (or of its re-driven turn). */
+export function resumeFailure(o: ResumeOutcome): Failure | undefined {
+  switch (o.kind) {
+    case "noop":
+      return undefined;
+    case "invalid":
+      return o.incomplete
+        ? failure(
+            "incomplete_invocation",
+            `${o.detail}. Nothing was recovered: Exec again with all of the turn's inputs to run it as a new turn`,
+          )
+        : failure("invalid_log", `the journal cannot be recovered as it stands: ${o.detail}`);
+    case "mismatch":
+      return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
+    case "unplaceable":
+      return failure("unplaceable", o.detail);
+    case "redriven":
+      return turnFailure(o.outcome);
+  }
+}
+
+export function refusalFailure(r: AppendRefusal): Failure {
+  switch (r.reason) {
+    case "conflict":
+      return failure(
+        "cas_conflict",
+        `${describeRefusal(r)}; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`,
+      );
+    case "fenced":
+      return failure("fenced", `${describeRefusal(r)}; a newer placement owns the session: retry`);
+    case "too_large":
+      return failure("event_too_large", `${describeRefusal(r)}; send large content by URI with a digest instead`);
+    case "invalid_event":
+      return failure("invalid_event", describeRefusal(r));
+  }
+}
+
+export function notFound(): Failure {
+  return failure("session_not_found", "session not found: check the uid (ListSessions shows this tenant's sessions)");
+}
+
+export function busy(): Failure {
+  return failure("session_busy", "another turn or recovery is running on this session: wait for it to finish, then retry");
+}

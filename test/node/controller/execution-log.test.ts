@@ -1,0 +1,75 @@
+/**
+ * Grouping a journal into executions and input completeness (BEHAVIOUR.md §2.4, §2.6).
+ */
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { userText } from "../../../proto/messages.js";
+import { checkInputs, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
+
+function log(...events: Event[]): LoggedEvent[] {
+  return events.map((event, i) => ({ seq: BigInt(i + 1), event }));
+}
+const start = (id: string, inputCount?: bigint) =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { inputCount } } });
+const input = (id: string, text = "x") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
+const output = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } });
+const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
+const error = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "x" } } });
+const lifecycle = () => create(EventSchema, { kind: EventKind.EVENT_LIFECYCLE, body: { case: "lifecycle", value: { kind: 1 } } });
+
+describe("parseExecutions", () => {
+  it("parse: groups records by execution id in first-seen order and skips lifecycle records", () => {
+    const p = parseExecutions(log(start("a", 1n), input("a"), output("a"), end("a"), lifecycle(), start("b", 0n), error("b")));
+    expect(p.ok).toBe(true);
+    if (!p.ok) return;
+    expect(p.executions.map((e) => [e.id, e.endState, e.inputs.length, e.effects.length, e.errors.length])).toEqual([
+      ["a", "COMPLETED", 1, 1, 0],
+      ["b", undefined, 0, 0, 1],
+    ]);
+    expect(p.executions[1]!.firstIndex).toBe(5);
+  });
+
+  it("parse: a non-lifecycle record without an execution id is invalid", () => {
+    const p = parseExecutions(log(start("a", 1n), input("a"), create(EventSchema, { kind: EventKind.EVENT_OUTPUT })));
+    expect(p).toMatchObject({ ok: false, seq: 3n });
+  });
+
+  it("parse: an execution that does not begin with EXECUTION_START, or has two, is invalid", () => {
+    expect(parseExecutions(log(input("a")))).toMatchObject({ ok: false, seq: 1n });
+    expect(parseExecutions(log(start("a", 0n), start("a", 0n)))).toMatchObject({ ok: false, seq: 2n });
+    const bodyless = create(EventSchema, { executionId: "a", kind: EventKind.EVENT_EXECUTION_START });
+    expect(parseExecutions(log(bodyless))).toMatchObject({ ok: false, seq: 1n });
+  });
+
+  it("parse: an INPUT after the execution's effects, or an effect after its END, is invalid", () => {
+    expect(parseExecutions(log(start("a", 1n), output("a"), input("a")))).toMatchObject({ ok: false, seq: 3n });
+    expect(parseExecutions(log(start("a", 0n), end("a"), output("a")))).toMatchObject({ ok: false, seq: 3n });
+  });
+});
+
+describe("checkInputs", () => {
+  const only = (...events: Event[]) => {
+    const p = parseExecutions(log(...events));
+    if (!p.ok) throw new Error(p.detail);
+    return p.executions[0]!;
+  };
+
+  it("inputs: a matching count, including an explicit zero, is complete", () => {
+    expect(checkInputs(only(start("a", 2n), input("a"), input("a")))).toEqual({ ok: true });
+    expect(checkInputs(only(start("a", 0n)))).toEqual({ ok: true });
+  });
+
+  it("inputs: missing, negative and excess counts are invalid, not incomplete", () => {
+    expect(checkInputs(only(start("a"), input("a")))).toMatchObject({ ok: false, incomplete: false });
+    expect(checkInputs(only(start("a", -1n)))).toMatchObject({ ok: false, incomplete: false });
+    expect(checkInputs(only(start("a", 1n), input("a"), input("a")))).toMatchObject({ ok: false, incomplete: false });
+  });
+
+  it("inputs: fewer inputs on an execution that never ran is an incomplete invocation", () => {
+    expect(checkInputs(only(start("a", 2n), input("a")))).toMatchObject({ ok: false, incomplete: true });
+    expect(checkInputs(only(start("a", 2n)))).toMatchObject({ ok: false, incomplete: true });
+    // A completed turn that is count-short is malformed, not incomplete.
+    expect(checkInputs(only(start("a", 2n), input("a"), end("a")))).toMatchObject({ ok: false, incomplete: false });
+  });
+});

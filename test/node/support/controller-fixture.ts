@@ -1,0 +1,123 @@
+/**
+ * In-process fixtures for controller tests: a journal on sql.js seen through the controller's
+ * TurnLog, a model invoker with scripted answers that counts calls, and small harnesses.
+ */
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { EventSchema, EventKind, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { assistantText, textOf, userText } from "../../../proto/messages.js";
+import type { Harness, ModelRequest, ModelResponse } from "../../../runtimes/harness-spi.js";
+import { ModelProviderError } from "../../../objects/controller/errors.js";
+import type { LoggedEvent } from "../../../objects/controller/execution-log.js";
+import type { DescribeHarness } from "../../../objects/controller/identity.js";
+import { runLiveTurn, type TurnOutcome } from "../../../objects/controller/live-turn.js";
+import type { ModelInvoker } from "../../../objects/controller/models.js";
+import type { TurnLog } from "../../../objects/controller/turn-writer.js";
+import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
+import { createTestDb } from "./sqljs-db.js";
+
+export function newLog() {
+  const db = createTestDb();
+  for (const s of JOURNAL_SCHEMA) db.query(s);
+  // A crash loses the object's memory too: truncateAfter swaps in a fresh Journal (no caches).
+  let journal = new Journal(db);
+  const log: TurnLog = {
+    append: (events, opts) => journal.append(events, opts),
+    head: () => journal.head(),
+    events: (from, to) => journal.read(from, to, 1_000_000).map((r) => fromBinary(EventSchema, r.event)),
+  };
+  const events = (): LoggedEvent[] => journal.read(1n, 0n, 1_000_000).map((r) => ({ seq: r.seq, event: fromBinary(EventSchema, r.event) }));
+  const kinds = () => events().map((e) => EventKind[e.event.kind].replace(/^EVENT_/, ""));
+  return {
+    db,
+    log,
+    events,
+    kinds,
+    get journal() {
+      return journal;
+    },
+    /** Simulates a crash that lost every record after `seq` (and the process's memory). */
+    truncateAfter(seq: number): void {
+      db.query("DELETE FROM events WHERE seq > ?", seq);
+      journal = new Journal(db);
+    },
+  };
+}
+
+export type Script = (req: ModelRequest, call: number) => ModelResponse | Error;
+
+/** A model invoker answering from a script; every call is counted (I1 checks read `calls`). */
+export function scriptedModels(script: Script): ModelInvoker & { requests: ModelRequest[] } {
+  const requests: ModelRequest[] = [];
+  return {
+    requests,
+    resolve: (m) => m || "scripted",
+    serves: () => true,
+    async invoke(req) {
+      requests.push(req);
+      const out = script(req, requests.length);
+      if (out instanceof Error) throw out;
+      return out;
+    },
+    get calls() {
+      return requests.length;
+    },
+  };
+}
+
+/** Answers `echo:<last text>`; nondeterministic variants append the call number. */
+export const echoScript: Script = (req) => ({ message: assistantText("echo:" + textOf(req.messages[req.messages.length - 1])) });
+export const counterScript: Script = (_req, n) => ({ message: assistantText(`answer #${n}`) });
+export const failingScript = (failures: number, then: Script = echoScript): Script => (req, n) =>
+  n <= failures ? new ModelProviderError(`provider unavailable (attempt ${n})`) : then(req, n);
+
+export function descriptor(id: string, version = "1", resumability = Resumability.STATELESS_REPLAY) {
+  return create(HarnessDescriptorSchema, { id, version, capabilities: { resumability } });
+}
+
+/** One model call with the last input's text (like echo), then optional extra steps. */
+export function modelHarness(id = "h", version = "1", after?: (sink: Parameters<Harness["run"]>[1]) => Promise<void>): Harness {
+  return {
+    describe: () => descriptor(id, version),
+    async run(start, sink) {
+      await sink.model({ model: "m", messages: [userText(textOf(start.inputs[start.inputs.length - 1]))] });
+      if (after) await after(sink);
+    },
+  };
+}
+
+export function describer(harnesses: Record<string, Harness>): DescribeHarness {
+  return async (name) => {
+    const h = harnesses[name];
+    return h ? { name, harness: h, descriptor: await h.describe() } : undefined;
+  };
+}
+
+export async function liveTurn(
+  fx: ReturnType<typeof newLog>,
+  harness: Harness,
+  models: ModelInvoker,
+  inputs: string[],
+  o: { name?: string; executionId?: string; config?: Uint8Array; cursor?: bigint } = {},
+): Promise<TurnOutcome> {
+  return runLiveTurn(
+    {
+      sessionUid: "sess-000000000000000000000001",
+      executionId: o.executionId ?? `exec${Math.random().toString(16).slice(2, 14)}`,
+      harnessName: o.name ?? "h",
+      harness,
+      descriptor: await harness.describe(),
+      inputs: inputs.map(userText),
+      config: o.config ?? new Uint8Array(),
+      resumeFromSeq: o.cursor ?? 0n,
+      signal: new AbortController().signal,
+    },
+    { log: fx.log, models, observe: () => undefined },
+  );
+}
+
+export function outputTexts(events: LoggedEvent[]): string[] {
+  return events.flatMap((e) => (e.event.kind === EventKind.EVENT_OUTPUT && e.event.body.case === "message" ? [textOf(e.event.body.value)] : []));
+}
+
+export type { Event };
