@@ -68,7 +68,8 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     signal: plan.signal,
     // Decoded lazily: a harness that never reads its history costs no journal scan.
     get history() {
-      history ??= deps.log.events(1n, before.seq);
+      // (to = 0 would mean "head", which by now includes this turn's own records.)
+      history ??= before.seq === 0n ? [] : deps.log.events(1n, before.seq);
       return history;
     },
   };

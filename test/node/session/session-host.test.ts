@@ -232,6 +232,22 @@ describe("SessionHost", () => {
     expect(s.ok && s.value.lastSeq).toBe(3n);
   });
 
+  it("exec: the first turn's history is empty (it never includes the turn's own records)", async () => {
+    const histories: number[] = [];
+    const probe: Harness = {
+      describe: () => descriptor("probe"),
+      async run(start, sink) {
+        histories.push(start.history.length);
+        await sink.output("ok");
+      },
+    };
+    const { host } = setup({ probe });
+    await createSession(host, "probe");
+    await drain(host.exec(execReq({ inputs: [userText("one")] })));
+    await drain(host.exec(execReq({ inputs: [userText("two")] })));
+    expect(histories).toEqual([0, 4]);
+  });
+
   it("exec: config bytes and the cursor reach the harness and EXECUTION_START byte-exact; history is prior events", async () => {
     const seen: { config?: Uint8Array; cursor?: bigint; history?: string[] } = {};
     const probe: Harness = {
