@@ -10,6 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
+import { resolveMethod } from "./services.js";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -25,7 +26,10 @@ export interface Case {
 }
 
 export interface Step {
-  /** RPC method name as in the proto (`Exec`); absent = a check over the case's variables. */
+  /**
+   * RPC method name as in the proto: `Exec` is a Sessions method, `Audit.Verify` one of another
+   * service (services.ts); absent = a check over the case's variables.
+   */
   call?: string;
   /** The request in proto3-JSON, after `${…}` interpolation. */
   request?: Json;
@@ -107,6 +111,14 @@ function checkStep(raw: unknown, where: string): Step {
   if (!isObject(raw)) throw new Error(`${where}: a step is a mapping`);
   onlyKeys(raw, STEP_KEYS, where);
   if (raw.call === undefined && raw.expect === undefined) throw new Error(`${where}: needs call or expect`);
+  if (raw.call !== undefined) {
+    if (typeof raw.call !== "string") throw new Error(`${where}: call is a method name`);
+    try {
+      resolveMethod(raw.call);
+    } catch (e) {
+      throw new Error(`${where}: call ${raw.call}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
   if (raw.expect !== undefined) checkExpect(raw.expect, where);
   return raw as Step;
 }

@@ -1,16 +1,17 @@
 /**
- * One RPC of a conformance step over real HTTP: the generated Connect client of the Sessions service
- * (a black box: nothing of the SDK under test is used), proto3-JSON in via `fromJson` and out via
- * `toJson`. A result becomes a "view", the JSON object that assertions and `save` paths read.
- * Internal to conformance/ (@internal).
+ * One RPC of a conformance step over real HTTP: the generated Connect client of the service the step
+ * names (services.ts; a black box: nothing of the SDK under test is used), proto3-JSON in via
+ * `fromJson` and out via `toJson`. A result becomes a "view", the JSON object that assertions and
+ * `save` paths read. Internal to conformance/ (@internal).
  */
-import { fromJson, toJson, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
+import { fromJson, toJson, type DescMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, LogRecordSchema, type LogRecord } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { DeltaSchema, SessionSchema, Sessions, type ExecUpdate } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { DeltaSchema, SessionSchema, type ExecUpdate } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { textOf } from "../proto/messages.js";
 import type { Json } from "./case.js";
+import { isExec, isListSessions, resolveMethod } from "./services.js";
 
 export interface Target {
   /** Base URL of the host, e.g. http://127.0.0.1:8787. */
@@ -29,6 +30,7 @@ export interface CallResult {
 }
 
 type AnyCall = (req: Message, opts?: CallOptions) => Promise<Message> | AsyncIterable<Message>;
+/** `method` is a step's `call`: `Exec` (Sessions) or `Service.Method` (services.ts). */
 export type Rpc = (method: string, request: unknown) => Promise<CallResult>;
 
 // A hung stream must fail its case, not the whole run.
@@ -51,12 +53,17 @@ export function createRpc(target: Target): Rpc {
     interceptors,
     fetch: globalThis.fetch,
   });
-  const client = createClient(Sessions, transport) as unknown as Record<string, AnyCall>;
+  // One client per service, all over the same transport (the host serves them on one endpoint).
+  const clients = new Map<DescService, Record<string, AnyCall>>();
+  const clientOf = (service: DescService) => {
+    let c = clients.get(service);
+    if (!c) clients.set(service, (c = createClient(service, transport) as unknown as Record<string, AnyCall>));
+    return c;
+  };
 
   return async (name, request) => {
-    const method = Sessions.methods.find((m) => m.name === name);
-    if (!method) throw new Error(`no method ${name} on agentsessions.v1.Sessions`);
-    const call = client[method.localName]!;
+    const method = resolveMethod(name);
+    const call = clientOf(method.parent)[method.localName]!;
     // Strict: an unknown field in a case's request is a typo, not something to drop silently.
     const req = fromJson(method.input, (request ?? {}) as Json);
     const opts: CallOptions = { timeoutMs: CALL_TIMEOUT_MS };
@@ -95,7 +102,7 @@ export async function callAllPages(rpc: Rpc, request: Record<string, unknown>): 
 
 function unaryView(method: DescMethod, res: Message): Record<string, unknown> {
   const view = toJson(method.output as DescMessage, res) as Record<string, unknown>;
-  if (method.name === "ListSessions") view.uids = uidsOf((view.sessions as unknown[] | undefined) ?? []);
+  if (isListSessions(method)) view.uids = uidsOf((view.sessions as unknown[] | undefined) ?? []);
   return view;
 }
 
@@ -111,7 +118,7 @@ function streamView(method: DescMethod, frames: Message[]): { view: Record<strin
   const deltas: unknown[] = [];
   const kinds: string[] = [];
   for (const f of frames) {
-    if (method.name !== "Exec") {
+    if (!isExec(method)) {
       records.push(f as LogRecord);
       kinds.push("record");
       continue;

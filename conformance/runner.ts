@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { loadCases, type Case, type Expect, type Step } from "./case.js";
 import { check, type NamedRecords } from "./expect.js";
 import { callAllPages, createRpc, type CallResult, type Rpc, type Target } from "./rpc.js";
+import { isListSessions, resolveMethod } from "./services.js";
 import { getPath, interpolate, newScope, type Scope } from "./values.js";
 
 export interface CaseResult {
@@ -75,7 +76,7 @@ async function runStep(step: Step, rpc: Rpc, scope: Scope, named: NamedRecords):
     result = { view: scope.vars, records: [] };
   } else {
     const request = interpolate(step.request ?? {}, scope) as Record<string, unknown>;
-    if (step.pages && step.call !== "ListSessions") throw new Error("pages: true works with ListSessions only");
+    if (step.pages && !isListSessions(resolveMethod(step.call))) throw new Error("pages: true works with ListSessions only");
     result = step.pages ? await callAllPages(rpc, request) : await rpc(step.call, request);
   }
   const failures = check(interpolate(step.expect ?? {}, scope) as Expect, result, named);
