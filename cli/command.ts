@@ -17,6 +17,8 @@ export interface CommandContext {
   json: boolean;
   out: Writer;
   err: Writer;
+  /** `out` is a terminal: `exec` then shows streamed model text inline, where a person reads it. */
+  outIsTty: boolean;
   /** Reads all of standard input (the `hash` command). */
   readStdin(): Promise<string>;
   /** The Sessions client, built on first use so offline commands never need a server. */
@@ -56,11 +58,13 @@ export function createCommandContext(opts: {
   json: boolean;
   out: Writer;
   err: Writer;
+  outIsTty?: boolean;
   readStdin: () => Promise<string>;
 }): CommandContext {
   let client: SessionsClient | undefined;
   return {
     ...opts,
+    outIsTty: opts.outIsTty ?? false,
     client: () => (client ??= new SessionsClient({ server: opts.server, token: opts.token })),
   };
 }

@@ -15,6 +15,7 @@ import { getCommand } from "./commands/get.js";
 import { hashCommand } from "./commands/hash.js";
 import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
+import { resumeCommand } from "./commands/resume.js";
 import { verifyCommand } from "./commands/verify.js";
 
 export const COMMANDS: readonly Command[] = [
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   getCommand,
   listCommand,
   execCommand,
+  resumeCommand,
   replayCommand,
   verifyCommand,
   hashCommand,
@@ -31,6 +33,8 @@ export const COMMANDS: readonly Command[] = [
 export interface CliIo {
   out: Writer;
   err: Writer;
+  /** `out` is a terminal (process.stdout.isTTY); default false. */
+  outIsTty?: boolean;
   env: Record<string, string | undefined>;
   readStdin: () => Promise<string>;
 }
@@ -65,6 +69,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       json: args.booleans.has("json"),
       out: io.out,
       err: io.err,
+      outIsTty: io.outIsTty,
       readStdin: io.readStdin,
     });
     return await command.run(ctx, args);
@@ -126,6 +131,7 @@ export async function main(): Promise<void> {
   process.exitCode = await runCli(process.argv.slice(2), {
     out: process.stdout,
     err: process.stderr,
+    outIsTty: process.stdout.isTTY === true,
     env: process.env,
     readStdin: async () => {
       const chunks: Buffer[] = [];

@@ -1,5 +1,6 @@
 /**
- * The TypeScript client SDK: a typed wrapper over the generated Connect client of the Sessions API.
+ * The TypeScript client SDK: a typed wrapper over the generated Connect clients of the Sessions API
+ * and of our Audit extension (proto/agentsessions/edge/v1/audit.proto), sharing one transport.
  *
  * Runs on Node 20+ and in Workers (it only needs `fetch`). Failures are `ConnectError`s with the
  * server's code and message; `describeError` turns one into a line a person can act on.
@@ -10,6 +11,7 @@ import { Code, ConnectError, createClient, type Client, type Interceptor } from 
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { Sessions, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -53,6 +55,12 @@ export interface ExecOptions {
   onSession?: (session: Session) => void;
 }
 
+export interface VerifyOptions {
+  /** Also re-run every completed execution against the journal (zero model calls expected). */
+  replay?: boolean;
+  signal?: AbortSignal;
+}
+
 export interface ExecResult {
   /** The first frame: the session the turn ran against, with the cursor it started from. */
   session: Session;
@@ -68,6 +76,8 @@ export interface ExecResult {
 
 export class SessionsClient {
   readonly raw: Client<typeof Sessions>;
+  /** The Audit service (our extension, not the contract), on the same transport as `raw`. @experimental */
+  readonly rawAudit: Client<typeof Audit>;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -87,6 +97,7 @@ export class SessionsClient {
       fetch: (input, init) => f(input, { ...init, redirect: "manual" }),
     });
     this.raw = createClient(Sessions, transport);
+    this.rawAudit = createClient(Audit, transport);
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
@@ -115,7 +126,30 @@ export class SessionsClient {
     } while (pageToken !== "");
   }
 
-  /** Runs one turn and reads its stream to completion. */
+  /**
+   * Resume: re-drives the latest execution if it never ended, then journals LIFECYCLE(RESUME).
+   * The stream of a re-drive is not returned here; an inputless `exec` on the session shows it.
+   */
+  resume(uid: string): Promise<Session> {
+    return this.raw.resume({ session: uid });
+  }
+
+  /**
+   * Audit.Verify: the server's own chain check, against the head its Directory anchored (so it can
+   * see a truncated journal, which a client replaying records cannot), and with `replay` a re-run
+   * of every completed execution from the journal. A caller that distrusts the server should still
+   * recompute the chain itself (proto/verify.ts), as `agentctl verify` does.
+   * @experimental Audit is this host's extension, not part of agentsessions.v1.
+   */
+  verify(uid: string, o: VerifyOptions = {}): Promise<VerifyResponse> {
+    return this.rawAudit.verify({ session: uid, replay: o.replay ?? false }, { signal: o.signal });
+  }
+
+  /**
+   * Runs one turn and reads its stream to completion. With no inputs on an existing session it
+   * recovers a turn that never ended (streaming the re-driven records), or else runs a turn with
+   * input_count 0.
+   */
   async exec(o: ExecOptions): Promise<ExecResult> {
     const records: LogRecord[] = [];
     const deltas: Delta[] = [];

@@ -1,6 +1,7 @@
 /**
- * The agentsessions TypeScript SDK: a client for the Sessions API, the contract's generated
- * types, the canonical hash and chain verifier, and (for harness authors) the Harness SPI.
+ * The agentsessions TypeScript SDK: a client for the Sessions API and our Audit extension, the
+ * generated types of both, the canonical hash and chain verifier, and (for harness authors) the
+ * Harness SPI.
  */
 export {
   SessionsClient,
@@ -12,6 +13,7 @@ export {
   type CreateOptions,
   type ExecOptions,
   type ExecResult,
+  type VerifyOptions,
 } from "./client.js";
 export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";
 export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
@@ -20,3 +22,4 @@ export type { Harness, HarnessStart, EventSink, ModelRequest, ModelResponse } fr
 export * from "../proto/gen/agentsessions/v1/common_pb.js";
 export * from "../proto/gen/agentsessions/v1/session_pb.js";
 export * from "../proto/gen/agentsessions/v1/harness_pb.js";
+export * from "../proto/gen/agentsessions/edge/v1/audit_pb.js";

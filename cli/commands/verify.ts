@@ -1,20 +1,31 @@
 /**
  * `agentctl verify`: fetches a session's whole journal with Replay and checks it locally: every
  * seq, every prev_hash link, every content hash recomputed from the served event (CONTRACT.md
- * §7.1, proto/verify.ts). The server is not trusted to vouch for itself. Exit 1 when it fails.
+ * §7.1, proto/verify.ts). The server is not trusted to vouch for itself.
+ *
+ * With --replay it also asks the host's Audit.Verify to re-run every completed execution against
+ * the journal: the outputs must come back as recorded with zero model calls. The server's own chain
+ * verdict is printed when it disagrees with the local one; it checks against the head the tenant's
+ * Directory anchored, so it catches a truncated journal that a replayed prefix cannot show.
+ * Exit 1 when any check fails. Tested in test/node/cli/cli.test.ts and resume-verify.test.ts.
  */
 import { create } from "@bufbuild/protobuf";
+import type { VerifyResponse } from "../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { ChainVerifier } from "../../proto/verify.js";
+import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import { sessionArg } from "../args.js";
 import { writeJsonLine, type Command } from "../command.js";
 
 export const verifyCommand: Command = {
   name: "verify",
-  summary: "recompute a session's hash chain locally",
-  synopsis: "verify --session UID",
-  help: ["--session UID    the session (or give it as the argument)"],
-  flags: { session: "string" },
+  summary: "recompute a session's hash chain locally; --replay re-runs its turns on the host",
+  synopsis: "verify --session UID [--replay]",
+  help: [
+    "--session UID    the session (or give it as the argument)",
+    "--replay         also have the host re-run every completed turn from the journal (Audit.Verify):",
+    "                 fails unless every output is re-produced with 0 model calls",
+  ],
+  flags: { session: "string", replay: "boolean" },
 
   async run(ctx, args) {
     const uid = sessionArg(args);
@@ -24,19 +35,69 @@ export const verifyCommand: Command = {
       v.push({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event ?? create(EventSchema) });
     }
     const rep = v.report();
+    if (!ctx.json) ctx.out.write(chainLine(rep) + "\n");
+    const audit = args.booleans.has("replay") ? await ctx.client().verify(uid, { replay: true }) : undefined;
+    const serverDiffers = audit !== undefined && disagrees(rep, audit);
+    const replayOk = audit === undefined || (audit.replayOk && audit.modelCalls === 0n);
+    const ok = rep.ok && (audit === undefined || audit.chainOk) && replayOk;
+
     if (ctx.json) {
       writeJsonLine(ctx, {
         session: uid,
-        ok: rep.ok,
+        ok,
         records: rep.records.toString(),
         headHash: rep.headHash,
         ...(rep.ok ? {} : { firstBadSeq: rep.firstBadSeq.toString(), reason: rep.reason }),
+        ...(audit === undefined ? {} : { server: serverJson(audit), replay: replayJson(audit) }),
       });
-    } else if (rep.ok) {
-      ctx.out.write(`VERIFIED ${rep.records} records head=${rep.headHash}\n`);
-    } else {
-      ctx.out.write(`TAMPERED at seq ${rep.firstBadSeq}: ${rep.reason}\n`);
+      return ok ? 0 : 1;
     }
-    return rep.ok ? 0 : 1;
+    if (audit === undefined) return ok ? 0 : 1;
+    if (serverDiffers) ctx.out.write(`server: ${serverChainLine(audit)}\n`);
+    ctx.out.write(replayLine(audit) + "\n");
+    // One output per line; JSON-quoted so a multi-line answer cannot pass for another line.
+    audit.outputs.forEach((o, i) => ctx.out.write(`  output ${i + 1}: ${JSON.stringify(o)}\n`));
+    return ok ? 0 : 1;
   },
 };
+
+function chainLine(rep: ChainReport): string {
+  return rep.ok ? `VERIFIED ${rep.records} records head=${rep.headHash}` : `TAMPERED at seq ${rep.firstBadSeq}: ${rep.reason}`;
+}
+
+function serverChainLine(a: VerifyResponse): string {
+  if (a.chainOk) return `VERIFIED ${a.records} records head=${a.headHash}`;
+  const at = a.firstBadSeq !== 0n ? ` at seq ${a.firstBadSeq}` : "";
+  return `TAMPERED${at}: ${a.chainDetail || "chain check failed"}`;
+}
+
+/**
+ * The two verdicts differ, or both pass on different heads. The latter can be an honest race (a
+ * turn committed between our Replay and the Audit call), so it is shown but not by itself a failure.
+ */
+function disagrees(rep: ChainReport, a: VerifyResponse): boolean {
+  if (rep.ok !== a.chainOk) return true;
+  if (rep.ok) return rep.records !== a.records || rep.headHash !== a.headHash;
+  return rep.firstBadSeq !== a.firstBadSeq;
+}
+
+function replayLine(a: VerifyResponse): string {
+  const calls = `${a.modelCalls} model call${a.modelCalls === 1n ? "" : "s"}`;
+  const outputs = `${a.outputs.length} output${a.outputs.length === 1 ? "" : "s"}`;
+  if (a.replayOk && a.modelCalls === 0n) return `REPLAYED ${outputs}, ${calls}`;
+  const why = a.divergence || (a.replayOk ? "the replay called the model (invariant I1)" : "the replay failed");
+  return `REPLAY FAILED after ${outputs}, ${calls}: ${why}`;
+}
+
+function serverJson(a: VerifyResponse): Record<string, unknown> {
+  return {
+    chainOk: a.chainOk,
+    records: a.records.toString(),
+    headHash: a.headHash,
+    ...(a.chainOk ? {} : { firstBadSeq: a.firstBadSeq.toString(), chainDetail: a.chainDetail }),
+  };
+}
+
+function replayJson(a: VerifyResponse): Record<string, unknown> {
+  return { ok: a.replayOk && a.modelCalls === 0n, outputs: a.outputs, modelCalls: a.modelCalls.toString(), divergence: a.divergence };
+}

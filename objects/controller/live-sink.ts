@@ -47,6 +47,9 @@ export class LiveSink implements EventSink {
     return this._serial(async () => {
       const model = this._o.models.resolve(req.model);
       // A model no provider serves is a configuration problem, not a provider failure: nothing is recorded.
+      if (model === "") {
+        throw new ModelProviderError("no model named: the harness asked for the default, and neither the session's model nor MODEL_DEFAULT is set");
+      }
       if (!this._o.models.serves(model)) {
         throw new ModelProviderError(`no model provider serves model "${model}" on this host (configure MODEL_BASE_URL)`);
       }

@@ -43,8 +43,9 @@ export interface ModelInvokerOptions {
 export function createModelInvoker(o: ModelInvokerOptions = {}): ModelInvoker {
   let calls = 0;
   return {
-    resolve: (requested) => requested || o.sessionModel || o.defaultModel || ECHO_MODEL,
-    serves: (model) => model === ECHO_MODEL || o.provider !== undefined,
+    // With a provider configured, an unnamed model is a configuration error, not a silent echo.
+    resolve: (requested) => requested || o.sessionModel || o.defaultModel || (o.provider ? "" : ECHO_MODEL),
+    serves: (model) => model === ECHO_MODEL || (model !== "" && o.provider !== undefined),
     async invoke(req, opts) {
       calls++;
       if (req.model === ECHO_MODEL) return echoModel(req);

@@ -1,7 +1,9 @@
 /**
  * Tamper evidence end to end: journal a turn on a server of its own, stop it, change the text of
  * the OUTPUT record's stored event in the Durable Object's SQLite file, restart, and expect
- * `agentctl verify` to name seq 4 (CONTRACT.md §7.1; BEHAVIOUR.md §7.5 step 7).
+ * `agentctl verify` to name seq 4 (CONTRACT.md §7.1; BEHAVIOUR.md §7.5 step 7). Then truncate a
+ * journal the same way, which a local check of the served prefix cannot see but `verify --replay`
+ * reports from the server's check against the head its Directory anchored.
  *
  * Wrangler keeps Durable Object SQLite files in `<persist>/v3/do/<script>-SessionObject/*.sqlite`,
  * in WAL mode. After a graceful stop the -wal files are still there and may hold a session's only
@@ -83,15 +85,34 @@ function tamperOutput(file: SessionFile): void {
   rmSync(file.path + "-shm", { force: true });
 }
 
+/** Deletes every stored record after `seq`: a truncated journal whose remaining chain is intact. */
+function truncateAfter(file: SessionFile, seq: number): void {
+  const db = new SQL.Database(file.bytes);
+  try {
+    db.run("DELETE FROM events WHERE seq > ?", [seq]);
+    const out = db.export();
+    out[18] = file.bytes[18]!;
+    out[19] = file.bytes[19]!;
+    writeFileSync(file.path, out);
+  } finally {
+    db.close();
+  }
+  rmSync(file.path + "-wal", { force: true });
+  rmSync(file.path + "-shm", { force: true });
+}
+
 describe("agentctl verify on tampered storage", () => {
-  let server: DevServer | undefined;
+  const servers: DevServer[] = [];
   afterAll(async () => {
-    await server?.stop();
-    if (server) rmSync(server.persistDir, { recursive: true, force: true });
+    for (const s of servers) {
+      await s.stop();
+      rmSync(s.persistDir, { recursive: true, force: true });
+    }
   });
 
   it("verify: a byte changed in a stored event is reported at its seq, exit 1", { timeout: 180_000 }, async () => {
-    server = await startDevServer();
+    const server = await startDevServer();
+    servers.push(server);
     const S = ["--server", server.url];
     const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
     expect((await agentctl([...S, "verify", uid])).stdout).toMatch(/^VERIFIED 5 records /);
@@ -113,5 +134,28 @@ describe("agentctl verify on tampered storage", () => {
     const r = await agentctl([...S, "verify", "--session", uid]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("TAMPERED at seq 4: content_hash does not match the recomputed hash\n");
+    // The server's own check agrees (so it is not printed again); the exit status stays 1.
+    const withReplay = await agentctl([...S, "verify", "--session", uid, "--replay"]);
+    expect(withReplay.code, withReplay.stderr).toBe(1);
+    expect(withReplay.lines[0]).toBe("TAMPERED at seq 4: content_hash does not match the recomputed hash");
+    expect(withReplay.lines.filter((l) => l.startsWith("server:"))).toEqual([]);
+  });
+
+  it("verify --replay: a truncated journal passes locally but the server's anchored head fails it, exit 1", { timeout: 180_000 }, async () => {
+    const server = await startDevServer();
+    servers.push(server);
+    const S = ["--server", server.url];
+    const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
+    await server.stop();
+    truncateAfter(findSessionFile(server.persistDir, uid), 4);
+    await server.restart();
+
+    const r = await agentctl([...S, "verify", uid, "--replay"]);
+    expect(r.code).toBe(1);
+    expect(r.lines[0]).toMatch(/^VERIFIED 4 records head=[0-9a-f]{64}$/);
+    expect(r.lines[1]).toBe("server: TAMPERED at seq 5: the journal ends at seq 4, but its head was anchored at seq 5: records are missing");
+    const j = await agentctl([...S, "--json", "verify", uid, "--replay"]);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout)).toMatchObject({ ok: false, records: "4", server: { chainOk: false, firstBadSeq: "5" } });
   });
 });
