@@ -63,14 +63,21 @@ export function createOpenAiChatProvider(cfg: OpenAiChatConfig): ModelProvider {
         const h = cfg.authHeader || "Authorization";
         headers[h] = h.toLowerCase() === "authorization" ? `Bearer ${cfg.apiKey}` : cfg.apiKey;
       }
+      // Built outside the try: a bad request must not be reported as an unreachable provider.
+      const body = JSON.stringify(requestBody(req, stream));
       let res: Response;
       try {
-        res = await doFetch(url, { method: "POST", headers, body: JSON.stringify(requestBody(req, stream)), signal: opts.signal });
+        res = await doFetch(url, { method: "POST", headers, body, signal: opts.signal });
       } catch (e) {
         if (opts.signal.aborted) throw opts.signal.reason;
         throw providerError({ retryable: true, message: `model provider at ${new URL(url).host} is unreachable` }, e);
       }
-      if (!res.ok) throw providerError(classifyHttpFailure(res.status, await res.text().catch(() => ""), res.headers.get("retry-after")));
+      if (!res.ok) {
+        const failure = classifyHttpFailure(res.status, await res.text().catch(() => ""), res.headers.get("retry-after"));
+        // Some compatible servers echo the presented key in their error message.
+        if (cfg.apiKey) failure.message = failure.message.split(cfg.apiKey).join("[redacted]");
+        throw providerError(failure);
+      }
       const sse = (res.headers.get("content-type") ?? "").includes("text/event-stream");
       const completion = sse ? await readStreamed(res, opts) : ((await res.json()) as ChatCompletion);
       return responseOf(completion, req.model);
@@ -93,7 +100,8 @@ function requestBody(req: ModelRequest, stream: boolean): Record<string, unknown
 
 /** Provider params travel as strings in the contract; numbers and booleans are sent as JSON values. */
 function paramValue(v: string): unknown {
-  if (/^(true|false|null|-?\d+(\.\d+)?([eE][+-]?\d+)?)$/.test(v)) return JSON.parse(v);
+  // JSON's number grammar exactly (no leading zeros), so JSON.parse cannot throw: "007" stays a string.
+  if (/^(true|false|null|-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?)$/.test(v)) return JSON.parse(v);
   return v;
 }
 

@@ -15,7 +15,7 @@ export function classifyHttpFailure(status: number, body: string, retryAfterHead
   const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
   const retryAfter = retryAfterHeader && /^\d+$/.test(retryAfterHeader) ? Number(retryAfterHeader) : undefined;
   const detail = providerErrorDetail(body);
-  const what = status === 401 || status === 403 ? "rejected the credentials (check MODEL_API_KEY)" : `answered HTTP ${status}`;
+  const what = status === 401 || status === 403 ? `rejected the credentials (HTTP ${status}; check MODEL_API_KEY)` : `answered HTTP ${status}`;
   return { retryable, retryAfter, message: `model provider ${what}${detail ? `: ${detail}` : ""}` };
 }
 

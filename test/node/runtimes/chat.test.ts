@@ -1,0 +1,200 @@
+/**
+ * The built-in `chat` harness (runtimes/builtin/chat.ts, BEHAVIOUR.md §7.3) run against a recording
+ * sink: what conversation it sends, with which model, and how its config fails.
+ */
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import {
+  EventKind,
+  EventSchema,
+  Lifecycle_Kind,
+  type Event,
+  type Message,
+  type ToolCall,
+  type ToolResult,
+  type Usage,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { assistantText, textMessage, userText } from "../../../proto/messages.js";
+import type { EventSink, HarnessStart, ModelRequest } from "../../../runtimes/harness-spi.js";
+import { createChatHarness } from "../../../runtimes/builtin/chat.js";
+
+/** A sink that records every call and answers model calls with a fixed assistant text. */
+function recordingSink() {
+  const calls: { method: keyof EventSink; arg: unknown }[] = [];
+  const models: ModelRequest[] = [];
+  const sink: EventSink = {
+    async model(req) {
+      calls.push({ method: "model", arg: req });
+      models.push(req);
+      return { message: assistantText("reply") };
+    },
+    async output(text: string) {
+      calls.push({ method: "output", arg: text });
+    },
+    async toolCall(call: ToolCall): Promise<ToolResult> {
+      calls.push({ method: "toolCall", arg: call });
+      throw new Error("chat never calls tools");
+    },
+    async report(result: ToolResult) {
+      calls.push({ method: "report", arg: result });
+    },
+    async usage(u: Usage) {
+      calls.push({ method: "usage", arg: u });
+    },
+  };
+  return { sink, calls, models };
+}
+
+function start(history: Event[], inputs: Message[], config = ""): HarnessStart {
+  return {
+    sessionUid: "sess-000000000000000000000001",
+    executionId: "exec-current",
+    config: new TextEncoder().encode(config),
+    history,
+    inputs,
+    resumeFromSeq: 0n,
+    signal: new AbortController().signal,
+  };
+}
+
+const ev = {
+  start: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { harness: "chat" } } }),
+  input: (id: string, text: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } }),
+  modelCall: (id: string, seen: Message[]) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_MODEL_CALL, body: { case: "model", value: { model: "m", messages: seen } } }),
+  output: (id: string, text: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: assistantText(text) } }),
+  usage: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_USAGE, body: { case: "usage", value: { model: "m", inputTokens: 1n } } }),
+  end: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "completed" } } }),
+  error: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "model failed" } } }),
+  lifecycle: (kind: Lifecycle_Kind) => create(EventSchema, { kind: EventKind.EVENT_LIFECYCLE, body: { case: "lifecycle", value: { kind, detail: "x" } } }),
+};
+
+/** Role and text of each message, for readable comparisons. */
+function transcript(messages: Message[]): string[] {
+  return messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.part.case === "text" ? p.part.value.text : `<${p.part.case}>`)).join("")}`);
+}
+
+/** Two completed turns, a suspend/resume, then a failed turn, as the journal would hold them. */
+function journal(): Event[] {
+  return [
+    ev.start("e1"),
+    ev.input("e1", "q1"),
+    ev.modelCall("e1", [userText("q1")]),
+    ev.output("e1", "a1"),
+    ev.usage("e1"),
+    ev.end("e1"),
+    ev.lifecycle(Lifecycle_Kind.LIFECYCLE_SUSPEND),
+    ev.lifecycle(Lifecycle_Kind.LIFECYCLE_RESUME),
+    ev.start("e2"),
+    ev.input("e2", "q2a"),
+    ev.input("e2", "q2b"),
+    ev.modelCall("e2", [userText("from the model call")]),
+    ev.output("e2", "a2"),
+    ev.end("e2"),
+    ev.start("e3"),
+    ev.input("e3", "q3 (failed)"),
+    ev.modelCall("e3", [userText("q3 (failed)")]),
+    ev.error("e3"),
+  ];
+}
+
+describe("chat harness", () => {
+  it("run: sends history INPUT/OUTPUT messages in journal order, then the current inputs once", async () => {
+    const { sink, models } = recordingSink();
+    await createChatHarness().run(start(journal(), [userText("now-1"), userText("now-2")]), sink);
+    expect(models).toHaveLength(1);
+    expect(transcript(models[0]!.messages)).toEqual([
+      "user: q1",
+      "assistant: a1",
+      "user: q2a",
+      "user: q2b",
+      "assistant: a2",
+      // A failed turn's input stays in context, with no synthetic assistant reply after it.
+      "user: q3 (failed)",
+      "user: now-1",
+      "user: now-2",
+    ]);
+  });
+
+  it("run: only INPUT and OUTPUT events with a message body enter the context", async () => {
+    // Decodable but odd records: the filter is on the kind and the body, not on either alone.
+    const odd = [
+      create(EventSchema, { kind: EventKind.EVENT_KIND_UNSPECIFIED, body: { case: "message", value: userText("unspecified kind") } }),
+      create(EventSchema, { kind: EventKind.EVENT_PARKED, body: { case: "message", value: userText("parked kind") } }),
+      create(EventSchema, { kind: EventKind.EVENT_OUTPUT }),
+      create(EventSchema, { kind: EventKind.EVENT_INPUT, body: { case: "usage", value: { model: "m" } } }),
+    ];
+    const { sink, models } = recordingSink();
+    await createChatHarness().run(start([ev.input("e1", "q1"), ...odd, ev.output("e1", "a1")], [userText("now")]), sink);
+    expect(transcript(models[0]!.messages)).toEqual(["user: q1", "assistant: a1", "user: now"]);
+  });
+
+  it("run: puts the config's system prompt before the history", async () => {
+    const { sink, models } = recordingSink();
+    await createChatHarness().run(start(journal().slice(0, 6), [userText("now")], JSON.stringify({ system_prompt: "You are terse." })), sink);
+    expect(transcript(models[0]!.messages)).toEqual(["system: You are terse.", "user: q1", "assistant: a1", "user: now"]);
+  });
+
+  it("run: with no history the conversation is just the current inputs", async () => {
+    const { sink, models } = recordingSink();
+    const inputs = [userText("first"), textMessage("user", "second")];
+    await createChatHarness().run(start([], inputs), sink);
+    expect(models[0]!.messages).toEqual(inputs);
+  });
+
+  it("run: forwards the config's model", async () => {
+    const { sink, models } = recordingSink();
+    await createChatHarness().run(start([], [userText("hi")], JSON.stringify({ model: "gpt-4o-mini" })), sink);
+    expect(models[0]!.model).toBe("gpt-4o-mini");
+  });
+
+  it("run: asks for model \"\" when the config names none", async () => {
+    for (const config of ["", "{}", JSON.stringify({ system_prompt: "p" })]) {
+      const { sink, models } = recordingSink();
+      await createChatHarness({ models: ["gpt-x"] }).run(start([], [userText("hi")], config), sink);
+      expect(models[0]!.model).toBe("");
+    }
+  });
+
+  it("run: makes exactly one model call and no other sink call", async () => {
+    const { sink, calls } = recordingSink();
+    await createChatHarness().run(start(journal(), [userText("hi")]), sink);
+    expect(calls.map((c) => c.method)).toEqual(["model"]);
+  });
+
+  it("run: a non-JSON config fails with a clear message before any model call", async () => {
+    const { sink, calls } = recordingSink();
+    await expect(createChatHarness().run(start([], [userText("hi")], "system_prompt: hi"), sink)).rejects.toThrow(/chat config must be a JSON object/);
+    expect(calls).toEqual([]);
+  });
+
+  it("run: a JSON config that is not an object fails with a clear message", async () => {
+    const { sink, calls } = recordingSink();
+    await expect(createChatHarness().run(start([], [userText("hi")], '["a"]'), sink)).rejects.toThrow(/chat config must be a JSON object/);
+    expect(calls).toEqual([]);
+  });
+
+  it("run: a non-string system_prompt fails with a clear message before any model call", async () => {
+    const { sink, calls } = recordingSink();
+    await expect(createChatHarness().run(start([], [userText("hi")], JSON.stringify({ system_prompt: 42 })), sink)).rejects.toThrow(
+      /system_prompt must be a string/,
+    );
+    expect(calls).toEqual([]);
+  });
+
+  it("run: a non-string model fails with a clear message before any model call", async () => {
+    const { sink, calls } = recordingSink();
+    await expect(createChatHarness().run(start([], [userText("hi")], JSON.stringify({ model: 4 })), sink)).rejects.toThrow(/model must be a string/);
+    expect(calls).toEqual([]);
+  });
+
+  it("describe: declares id chat, a version, STATELESS_REPLAY, fork safety and the given models", async () => {
+    const d = await createChatHarness({ models: ["gpt-x"] }).describe();
+    expect(d.id).toBe("chat");
+    expect(d.version).not.toBe("");
+    expect(d.models).toEqual(["gpt-x"]);
+    expect(d.capabilities?.resumability).toBe(Resumability.STATELESS_REPLAY);
+    expect(d.capabilities?.forkSafe).toBe(true);
+  });
+});
