@@ -1,0 +1,49 @@
+/**
+ * The client SDK against the shared wrangler dev: exec results, paging, verify, error lines.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { inject, describe, expect, it } from "vitest";
+import { describeError, SessionsClient } from "../../../sdk/client.js";
+import { freePort } from "../../../scripts/dev-server.js";
+
+const client = new SessionsClient({ server: inject("serverUrl") });
+
+describe("SessionsClient", () => {
+  it("exec: returns the session frame, records, outputs and the cursor for the next CAS", async () => {
+    const first = await client.exec({ inputs: ["one"] });
+    expect(first.outputs).toEqual(["echo:one"]);
+    expect(first.cursor).toBe(5n);
+    const uid = first.session.metadata!.uid;
+    const second = await client.exec({ session: uid, inputs: ["two"], expectedLastSeq: first.cursor });
+    expect(second.session.lastSeq).toBe(5n);
+    expect(second.records.map((r) => r.seq)).toEqual([6n, 7n, 8n, 9n, 10n]);
+    expect(second.cursor).toBe(10n);
+  });
+
+  it("list: walks every page of a project, newest first", async () => {
+    const project = `sdk-${Date.now()}`;
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await client.create({ project, name: `n${i}` })).metadata!.uid);
+    const seen: string[] = [];
+    for await (const s of client.list({ project, pageSize: 2 })) seen.push(s.metadata!.uid);
+    expect(new Set(seen)).toEqual(new Set(made));
+    expect(seen).toHaveLength(5);
+  });
+
+  it("verify: the host's chain check and replay agree with the journal", async () => {
+    const t = await client.exec({ inputs: ["check"] });
+    const v = await client.verify(t.session.metadata!.uid, { replay: true });
+    expect(v).toMatchObject({ chainOk: true, records: 5n, replayOk: true, outputs: ["echo:check"], modelCalls: 0n });
+  });
+
+  it("errors: a ConnectError with the server's code, and one actionable line", async () => {
+    const err = await client.get("sess-000000000000000000000000").catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.NotFound);
+    expect(describeError(err)).toMatch(/^not_found: session not found/);
+    const port = await freePort();
+    const nowhere = new SessionsClient({ server: `http://127.0.0.1:${port}` });
+    const down = await nowhere.get("sess-000000000000000000000000").catch((e) => e);
+    expect(describeError(down, `http://127.0.0.1:${port}`)).toMatch(/cannot reach .* is the server running/);
+  });
+});
