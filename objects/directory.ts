@@ -23,7 +23,15 @@ export class Directory extends DurableObject<Env> {
     return this._store.list(project, pageSize, pageToken);
   }
 
-  head(uid: string): { seq: number; hash: string } | undefined {
+  upsertMany(rows: DirectoryRow[]): void {
+    this._store.upsertMany(rows);
+  }
+
+  tombstone(row: DirectoryRow, deletedMs: number): void {
+    this._store.tombstone(row, deletedMs);
+  }
+
+  head(uid: string): { seq: number; hash: string; deletedMs?: number } | undefined {
     return this._store.head(uid);
   }
 }

@@ -2,21 +2,24 @@
  * SessionObject: the Durable Object that is the single writer of one session's journal.
  *
  * Thin on purpose (STYLE 14): the constructor wires SQLite storage, the clock, the configured
- * harnesses and model provider, and the Directory; each RPC method decodes its arguments and
- * delegates to SessionHost (objects/session/). Results cross the RPC boundary as data (outcomes
- * and protobuf bytes), never as thrown errors.
+ * harnesses and model provider, the Directory and erasure; each RPC method decodes its arguments
+ * and delegates to SessionHost (objects/session/). Results cross the RPC boundary as data
+ * (outcomes and protobuf bytes), never as thrown errors.
  */
 import { DurableObject } from "cloudflare:workers";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { ExecRequestSchema, SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { ExecRequestSchema, SessionSchema, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { hostConfig } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
+import type { DirectoryRow } from "./directory/directory-store.js";
 import { directoryStub, type Env } from "./env.js";
 import type { StoredRecord } from "./journal/journal.js";
 import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
-import { SessionHost, type AuditReport, type ExecStart } from "./session/session-host.js";
+import type { States } from "./session/projection.js";
+import { SessionHost, type AuditReport, type ExecStart, type ForkSource } from "./session/session-host.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class SessionObject extends DurableObject<Env> {
@@ -33,6 +36,10 @@ export class SessionObject extends DurableObject<Env> {
       harnesses: builtinHarnesses({ chat: provider !== undefined, chatModels: config.defaultModel ? [config.defaultModel] : [], testing: config.testHarnesses }),
       directory: async (tenant, row) => {
         await directoryStub(env, tenant).upsert(row);
+      },
+      erase: async () => {
+        await ctx.storage.deleteAlarm();
+        await ctx.storage.deleteAll();
       },
     });
   }
@@ -53,6 +60,33 @@ export class SessionObject extends DurableObject<Env> {
     return sessionBytes(await this._host.resume());
   }
 
+  async suspend(): Promise<Outcome<Uint8Array>> {
+    return sessionBytes(await this._host.suspend());
+  }
+
+  async cancel(executionId: string, reason: string): Promise<Outcome<Uint8Array>> {
+    return sessionBytes(await this._host.cancel(executionId, reason));
+  }
+
+  /** Tombstones the session in its tenant's Directory (final head kept), then erases its storage. */
+  async delete(tenant: string): Promise<Outcome<Uint8Array>> {
+    return sessionBytes(
+      await this._host.delete(async (final, headHash) => {
+        const bytes = toBinary(SessionSchema, final);
+        const row: DirectoryRow = {
+          uid: final.metadata!.uid,
+          project: final.metadata!.project,
+          createMs: final.metadata?.createTime ? timestampMs(final.metadata.createTime) : 0,
+          updateMs: Date.now(),
+          headSeq: Number(final.lastSeq),
+          headHash,
+          session: bytes,
+        };
+        await directoryStub(this.env, tenant).tombstone(row, Date.now());
+      }),
+    );
+  }
+
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {
     return this._host.read(from, to, limit);
   }
@@ -60,8 +94,28 @@ export class SessionObject extends DurableObject<Env> {
   audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {
     return this._host.audit(replay, anchor);
   }
+
+  forkSource(atSeq: bigint): Outcome<ForkSource> {
+    return this._host.forkSource(atSeq);
+  }
+
+  forkBegin(tenant: string, uid: string, statics: Uint8Array): Outcome<true> {
+    return this._host.forkBegin(tenant, uid, fromBinary(SessionSchema, statics));
+  }
+
+  forkSeed(records: StoredRecord[]): Outcome<true> {
+    return this._host.forkSeed(records);
+  }
+
+  forkFinish(atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+    return this._host.forkFinish(atSeq, states);
+  }
+
+  forkDiscard(): Promise<void> {
+    return this._host.forkDiscard();
+  }
 }
 
-function sessionBytes(r: Outcome<import("../proto/gen/agentsessions/v1/session_pb.js").Session>): Outcome<Uint8Array> {
+function sessionBytes(r: Outcome<Session>): Outcome<Uint8Array> {
   return r.ok ? { ok: true, value: toBinary(SessionSchema, r.value) } : r;
 }

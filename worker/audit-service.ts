@@ -3,7 +3,7 @@
  * chain on the host, against the head its tenant's Directory anchored, and optionally replay every
  * completed execution with zero model calls. Read-only.
  */
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { directoryStub, sessionStub, type Env } from "../objects/index.js";
 import { callerOf, noteSession } from "./context.js";
@@ -18,6 +18,13 @@ export function createAuditService(env: Env): ServiceImpl<typeof Audit> {
       const tenant = callerOf(ctx).tenant;
       const anchor = await directoryStub(env, tenant).head(uid);
       const r = await sessionStub(env, tenant, uid).audit(req.replay, anchor);
+      if (!r.ok && r.reason === "session_not_found" && anchor?.deletedMs !== undefined) {
+        // Deletion, not loss: the Directory kept the final head when the session was erased.
+        throw new ConnectError(
+          `session ${uid} was deleted at ${new Date(anchor.deletedMs).toISOString()}; its final head was seq ${anchor.seq}, hash ${anchor.hash || "(empty journal)"}`,
+          Code.NotFound,
+        );
+      }
       if (!r.ok) throw connectErrorFrom(r);
       const { chain, replay } = r.value;
       return {

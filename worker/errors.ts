@@ -27,6 +27,8 @@ export function codeFor(reason: FailureReason): Code {
     case "incomplete_invocation":
     case "harness_mismatch":
     case "replay_diverged":
+    // Cancel of an execution that is not running (or nothing to cancel): a refusal, not an input error.
+    case "not_running":
       return Code.FailedPrecondition;
     // "harness could not be described at admission (refused, reset, no answer within 10 s)"
     case "harness_unavailable":

@@ -21,6 +21,7 @@ import { hostConfig } from "../objects/config.js";
 import { directoryStub, FrameDecoder, sessionStub, type Env } from "../objects/index.js";
 import { callerOf, noteSession } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
+import { forkSession, MAX_FORK_CHILDREN } from "./fork.js";
 
 export const DEFAULT_PROJECT = "default";
 const REPLAY_PAGE = 500;
@@ -108,9 +109,30 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
       }
     },
 
-    deleteSession: unimplemented("DeleteSession", "session lifecycle (issue 4)"),
-    cancel: unimplemented("Cancel", "session lifecycle (issue 4)"),
-    suspend: unimplemented("Suspend", "session lifecycle (issue 4)"),
+    async deleteSession(req, ctx) {
+      const uid = requireUid(req.uid, "uid");
+      noteSession(ctx, uid);
+      const tenant = callerOf(ctx).tenant;
+      const r = await sessionStub(env, tenant, uid).delete(tenant);
+      if (!r.ok) throw connectErrorFrom(r);
+      return fromBinary(SessionSchema, r.value);
+    },
+
+    async cancel(req, ctx) {
+      const uid = requireUid(req.session, "session");
+      noteSession(ctx, uid);
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).cancel(req.executionId, req.reason);
+      if (!r.ok) throw connectErrorFrom(r);
+      return fromBinary(SessionSchema, r.value);
+    },
+
+    async suspend(req, ctx) {
+      const uid = requireUid(req.session, "session");
+      noteSession(ctx, uid);
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).suspend();
+      if (!r.ok) throw connectErrorFrom(r);
+      return fromBinary(SessionSchema, r.value);
+    },
     async resume(req, ctx) {
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
@@ -118,7 +140,22 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
       if (!r.ok) throw connectErrorFrom(r);
       return fromBinary(SessionSchema, r.value);
     },
-    fork: unimplemented("Fork", "session lifecycle (issue 4)"),
+    async fork(req, ctx) {
+      // Validation order and messages follow BEHAVIOUR.md §4.7: identity first, never echoing it.
+      if (req.identity !== undefined) {
+        throw new ConnectError("ForkRequest.identity is unsupported: per-child principals are not enforced", Code.InvalidArgument);
+      }
+      if (req.count > MAX_FORK_CHILDREN) {
+        throw new ConnectError(`count ${req.count} is over the limit of ${MAX_FORK_CHILDREN} children per fork`, Code.InvalidArgument);
+      }
+      const count = req.count <= 0 ? 1 : req.count;
+      if (req.childNames.length !== 0 && req.childNames.length !== count) {
+        throw new ConnectError(`child_names has ${req.childNames.length} names for ${count} children: give none or exactly one per child`, Code.InvalidArgument);
+      }
+      const uid = requireUid(req.session, "session");
+      noteSession(ctx, uid);
+      return { children: await forkSession(env, callerOf(ctx).tenant, uid, req) };
+    },
     approve: unimplemented("Approve", "tools and approvals (issue 5)"),
   };
 }

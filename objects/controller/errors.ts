@@ -32,7 +32,12 @@ export class ModelProviderError extends Error {
 
 /** The turn's deadline passed or it was canceled. */
 export class TurnInterruptedError extends Error {
-  constructor(readonly why: "deadline" | "canceled", message: string) {
+  constructor(
+    readonly why: "deadline" | "canceled",
+    message: string,
+    /** For a cancel, the reason recorded in LIFECYCLE(CANCEL): USER, TIMEOUT or INTERNAL. */
+    readonly reason = "",
+  ) {
     super(message);
     this.name = "TurnInterruptedError";
   }

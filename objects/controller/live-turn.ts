@@ -9,6 +9,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
 import { AppendRefusedError, ReplayDivergedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
@@ -73,14 +74,28 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       return history;
     },
   };
-  let error: unknown;
-  try {
-    await plan.harness.run(start, sink);
-  } catch (e) {
-    error = e;
-  }
+  const error = await runHarness(() => plan.harness.run(start, sink), plan.signal);
   sink.seal();
   return concludeTurn(writer, plan.executionId, plan.signal, error);
+}
+
+/**
+ * Runs a harness until it returns or the turn is interrupted, whichever comes first: a cancel or a
+ * deadline never waits on a harness that ignores its signal (its sink is sealed right after, so a
+ * harness that carries on can write nothing). Resolves to the error, or undefined on success.
+ */
+export async function runHarness(run: () => Promise<void>, signal: AbortSignal): Promise<unknown> {
+  if (signal.aborted) return signal.reason;
+  let onAbort: (() => void) | undefined;
+  const interrupted = new Promise<unknown>((resolve) => {
+    onAbort = () => resolve(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([run().then(() => undefined, (e: unknown) => e), interrupted]);
+  } finally {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
+  }
 }
 
 /**
@@ -104,6 +119,7 @@ function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome 
   if (e instanceof AppendRefusedError) {
     return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
   }
+  if (e instanceof TurnInterruptedError && e.why === "canceled") return cancel(writer, executionId, e);
   const code = codeOf(e);
   const message = e instanceof Error ? e.message : String(e);
   try {
@@ -113,6 +129,17 @@ function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome 
     throw refused;
   }
   return { kind: "failed", code, message };
+}
+
+/** A canceled execution ends with END{CANCELED} and the session records LIFECYCLE(CANCEL), together. */
+function cancel(writer: TurnWriter, executionId: string, e: TurnInterruptedError): TurnOutcome {
+  try {
+    writer.append([endEvent(executionId, "CANCELED"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_CANCEL, { detail: e.reason })]);
+  } catch (refused) {
+    if (refused instanceof AppendRefusedError) return { kind: "failed", code: Code.Canceled, message: e.message, stopped: refused.refusal };
+    throw refused;
+  }
+  return { kind: "failed", code: Code.Canceled, message: e.message };
 }
 
 function codeOf(e: unknown): Code {
@@ -136,16 +163,4 @@ function startMarker(plan: LiveTurnPlan): Event {
       },
     },
   });
-}
-
-function inputEvent(executionId: string, message: Message): Event {
-  return create(EventSchema, { executionId, kind: EventKind.EVENT_INPUT, body: { case: "message", value: message } });
-}
-
-export function endEvent(executionId: string, state: "COMPLETED" | "CANCELED"): Event {
-  return create(EventSchema, { executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state } } });
-}
-
-export function errorEvent(executionId: string, code: Code, description: string): Event {
-  return create(EventSchema, { executionId, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code, description } } });
 }

@@ -11,7 +11,7 @@ import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { HarnessMismatchError } from "./errors.js";
 import { checkInputs, historyOf, latestExecution, parseExecutions, type LoggedEvent } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
-import { concludeTurn, type TurnOutcome } from "./live-turn.js";
+import { concludeTurn, runHarness, type TurnOutcome } from "./live-turn.js";
 import { LiveSink } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
@@ -72,12 +72,7 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
     resumeFromSeq: ex.start.resumeFromSeq,
     signal: o.signal,
   };
-  let error: unknown;
-  try {
-    await served.harness.run(start, sink);
-  } catch (e) {
-    error = e;
-  }
+  let error = await runHarness(() => served.harness.run(start, sink), o.signal);
   sink.seal();
   error ??= sink.divergence ?? sink.leftover();
   return { kind: "redriven", outcome: concludeTurn(writer, ex.id, o.signal, error) };

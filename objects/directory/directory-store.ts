@@ -24,6 +24,8 @@ const MIGRATIONS: Migrations = [
      )`,
     "CREATE INDEX sessions_by_project ON sessions (project, create_ms DESC, uid ASC)",
   ],
+  // 2: tombstones. A deleted session keeps its row (and final head) with deleted_ms set.
+  ["ALTER TABLE sessions ADD COLUMN deleted_ms INTEGER"],
 ];
 
 const stmts = {
@@ -32,14 +34,19 @@ const stmts = {
            ON CONFLICT (uid) DO UPDATE SET
              project = excluded.project, update_ms = excluded.update_ms, head_seq = excluded.head_seq,
              head_hash = excluded.head_hash, session = excluded.session
-           WHERE excluded.head_seq > sessions.head_seq
-              OR (excluded.head_seq = sessions.head_seq AND excluded.update_ms >= sessions.update_ms)`,
-  first: `SELECT uid, create_ms, session FROM sessions WHERE project = ?
+           WHERE sessions.deleted_ms IS NULL
+             AND (excluded.head_seq > sessions.head_seq
+              OR (excluded.head_seq = sessions.head_seq AND excluded.update_ms >= sessions.update_ms))`,
+  first: `SELECT uid, create_ms, session FROM sessions WHERE project = ? AND deleted_ms IS NULL
           ORDER BY create_ms DESC, uid ASC LIMIT ?`,
   after: `SELECT uid, create_ms, session FROM sessions
-          WHERE project = ? AND (create_ms < ? OR (create_ms = ? AND uid > ?))
+          WHERE project = ? AND deleted_ms IS NULL AND (create_ms < ? OR (create_ms = ? AND uid > ?))
           ORDER BY create_ms DESC, uid ASC LIMIT ?`,
-  head: "SELECT head_seq, head_hash FROM sessions WHERE uid = ?",
+  head: "SELECT head_seq, head_hash, deleted_ms FROM sessions WHERE uid = ?",
+  tombstone: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, deleted_ms)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+              ON CONFLICT (uid) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
+                session = excluded.session, deleted_ms = COALESCE(sessions.deleted_ms, excluded.deleted_ms)`,
 } as const;
 
 /** What a SessionObject reports after each change. */
@@ -69,6 +76,18 @@ export class DirectoryStore {
     this._db.query(stmts.upsert, r.uid, r.project, r.createMs, r.updateMs, r.headSeq, r.headHash, r.session);
   }
 
+  /** Registers a whole fork fan-out at once: its children become visible together or not at all. */
+  upsertMany(rows: readonly DirectoryRow[]): void {
+    this._db.transaction(() => {
+      for (const r of rows) this.upsert(r);
+    });
+  }
+
+  /** Marks a session deleted, keeping its final head; it no longer lists, and reports never revive it. */
+  tombstone(r: DirectoryRow, deletedMs: number): void {
+    this._db.query(stmts.tombstone, r.uid, r.project, r.createMs, r.updateMs, r.headSeq, r.headHash, r.session, deletedMs);
+  }
+
   list(project: string, pageSize: number, pageToken: string): ListResult {
     const size = pageSize <= 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
     let rows: { uid: string; create_ms: number; session: Uint8Array }[];
@@ -85,9 +104,11 @@ export class DirectoryStore {
     return { ok: true, sessions: page.map((r) => r.session), nextPageToken };
   }
 
-  head(uid: string): { seq: number; hash: string } | undefined {
-    const row = this._db.query<{ head_seq: number; head_hash: string }>(stmts.head, uid)[0];
-    return row && { seq: row.head_seq, hash: row.head_hash };
+  /** The head a session last reported (its final head once deleted). */
+  head(uid: string): { seq: number; hash: string; deletedMs?: number } | undefined {
+    const row = this._db.query<{ head_seq: number; head_hash: string; deleted_ms: number | null }>(stmts.head, uid)[0];
+    if (!row) return undefined;
+    return row.deleted_ms === null ? { seq: row.head_seq, hash: row.head_hash } : { seq: row.head_seq, hash: row.head_hash, deletedMs: row.deleted_ms };
   }
 }
 

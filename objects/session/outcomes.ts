@@ -22,6 +22,7 @@ export type FailureReason =
   | "incomplete_invocation"
   | "harness_mismatch"
   | "replay_diverged"
+  | "not_running"
   | "turn_failed"
   | "unimplemented"
   | "internal";

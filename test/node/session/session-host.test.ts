@@ -23,7 +23,7 @@ import type { DirectoryRow } from "../../../objects/directory/directory-store.js
 import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
 import { SessionHost, type ExecStart } from "../../../objects/session/session-host.js";
-import { createTestDb } from "../support/sqljs-db.js";
+import { createTestDb, eraseTestDb } from "../support/sqljs-db.js";
 
 function descriptor(id: string, resumability = Resumability.STATELESS_REPLAY) {
   return create(HarnessDescriptorSchema, { id, version: "t1", capabilities: { resumability } });
@@ -56,6 +56,7 @@ function setup(extra: Record<string, Harness> = {}) {
       reports.push(row);
     },
     harnesses: { get: (n) => harnesses[n as keyof typeof harnesses], names: () => Object.keys(harnesses) },
+    erase: async () => eraseTestDb(db),
   });
   const tick = (ms: number) => (clock += ms);
   return { db, host, reports, tick, now: () => clock };

@@ -45,3 +45,9 @@ export function createTestDb(bytes?: Uint8Array): TestDb {
     },
   };
 }
+
+/** What a Durable Object's deleteAll does to its SQLite database: every table is gone. */
+export function eraseTestDb(db: TestDb): void {
+  const tables = db.query<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  for (const t of tables) db.raw.run(`DROP TABLE "${t.name}"`);
+}

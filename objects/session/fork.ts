@@ -1,0 +1,94 @@
+/**
+ * Fork at the session level (BEHAVIOUR.md §2.9, §4.7). The Worker orchestrates one fan-out
+ * (worker/fork.ts): the parent describes its fork point (`forkSource`), every child is begun, fed
+ * the parent's records 1..at_seq verbatim in pages (`forkSeed`), and sealed with
+ * LIFECYCLE(FORK, "parent@<seq>") linked to the parent's hash at that seq (`forkFinish`). A child
+ * becomes visible only when the Directory registers the whole fan-out; a failed fan-out discards
+ * every child (`forkDiscard`). The parent is never written: every built-in harness is stateless.
+ * @internal
+ */
+import { toBinary } from "@bufbuild/protobuf";
+import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import type { DirectoryRow } from "../directory/directory-store.js";
+import type { StoredRecord } from "../journal/journal.js";
+import { notFound, refusalFailure } from "./failures.js";
+import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { INITIAL_STATES, type SessionMeta } from "./meta-store.js";
+import { failure, success, type Outcome } from "./outcomes.js";
+import { projectEvents, type States } from "./projection.js";
+import { migrateSession } from "./schema.js";
+import type { SessionState } from "./session-state.js";
+
+/** What a child needs to know about its parent's fork point. */
+export interface ForkSource {
+  /** The resolved fork seq (head when the request said 0). */
+  atSeq: bigint;
+  /** The parent's static fields (project, harness, model, annotations, origin, ...). */
+  statics: Uint8Array;
+  /** The parent's projections as of at_seq, which the child inherits with its copied prefix. */
+  states: States;
+}
+
+export function forkSource(s: SessionState, atSeq: bigint): Outcome<ForkSource> {
+  if (!s.exists()) return notFound();
+  const head = s.journal.head().seq;
+  const at = atSeq <= 0n ? head : atSeq;
+  if (at > head) return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
+  const harness = s.harnesses.get(s.meta.load()!.statics.harness);
+  if (!harness) return failure("harness_mismatch", `the session's harness "${s.meta.load()!.statics.harness}" is not served here, so its children could not run`);
+  const states = projectEvents(INITIAL_STATES, s.events(1n, at).map((e) => e.event));
+  return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states });
+}
+
+/** Creates the child's storage and metadata (not yet listed) and mints its first fence. */
+export function forkBegin(s: SessionState, tenant: string, uid: string, statics: Session): Outcome<true> {
+  if (s.exists()) return failure("session_exists", `session ${uid} already exists`);
+  migrateSession(s.d.db);
+  const now = s.d.now();
+  const meta: SessionMeta = { tenant, uid, statics, createMs: now, updateMs: now, ...INITIAL_STATES };
+  s.d.db.transaction(() => s.meta.insert(meta));
+  s.journal.mintFence();
+  return success(true);
+}
+
+/** Appends one page of the parent's prefix, verbatim; links are checked, hashes kept as written. */
+export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true> {
+  if (!s.exists()) return notFound();
+  const r = s.journal.seed(records);
+  if (!r.ok) return failure("invalid_log", `fork prefix does not link at seq ${r.seq}: the parent changed under the fork; retry`);
+  return success(true);
+}
+
+/** Seals the child: inherited projections, then LIFECYCLE(FORK) under the child's own fence. */
+export function forkFinish(s: SessionState, atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+  if (!s.exists()) return notFound();
+  if (s.journal.head().seq !== atSeq) return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
+  const now = s.d.now();
+  s.d.db.transaction(() => s.meta.setStates(states.computeState, states.execState, now));
+  s.meta.committed(states.computeState, states.execState, now);
+  const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_FORK, { detail: `parent@${atSeq}` });
+  const r = s.append([marker], { expectedSeq: atSeq, fence: s.journal.fence() });
+  if (!r.ok) return refusalFailure(r);
+  const meta = s.meta.load()!;
+  const session = s.render();
+  const head = s.journal.head();
+  const bytes = toBinary(SessionSchema, session);
+  return success({
+    session: bytes,
+    row: {
+      uid: meta.uid,
+      project: session.metadata?.project ?? "",
+      createMs: meta.createMs,
+      updateMs: meta.updateMs,
+      headSeq: Number(head.seq),
+      headHash: head.hash,
+      session: bytes,
+    },
+  });
+}
+
+/** Erases a child of a fan-out that failed, so a refused fork leaves no phantom behind. */
+export async function forkDiscard(s: SessionState): Promise<void> {
+  await s.d.erase();
+  s.forget();
+}

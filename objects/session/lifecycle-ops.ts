@@ -1,0 +1,91 @@
+/**
+ * Suspend, Cancel and DeleteSession (BEHAVIOUR.md §4.4, §4.8; DESIGN.md §7).
+ *
+ * Suspend never interrupts a turn (ABORTED while one runs). Cancel stops the running execution
+ * (END{CANCELED} + LIFECYCLE(CANCEL), so Resume never re-drives it), or closes an interrupted one
+ * the same way. Delete erases the session's storage after its tenant's Directory has kept a
+ * tombstone with the final chain head, so an auditor can tell deletion from loss.
+ * @internal
+ */
+import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { TurnInterruptedError } from "../controller/errors.js";
+import { endEvent } from "../controller/events.js";
+import { latestExecution, parseExecutions } from "../controller/execution-log.js";
+import { busy, notFound, refusalFailure } from "./failures.js";
+import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { failure, success, type Outcome } from "./outcomes.js";
+import type { SessionState } from "./session-state.js";
+
+/** Cancel reasons the contract names (CONTRACT.md §9). */
+const CANCEL_REASONS = new Set(["USER", "TIMEOUT", "INTERNAL"]);
+
+export async function suspendSession(s: SessionState): Promise<Outcome<Session>> {
+  if (!s.exists()) return notFound();
+  if (s.live) return failure("session_busy", "a turn is running on this session: Suspend never interrupts one; retry when it ends (or Cancel it)");
+  const live = s.takeGuard();
+  try {
+    const inc = await s.place(s.meta.load()!.statics.harness, s.journal.fence());
+    let ref;
+    try {
+      ref = await s.runtime.snapshot(inc, "EXTERNAL");
+    } catch (e) {
+      return failure("internal", `the ${s.runtime.name} runtime could not snapshot the session (${e instanceof Error ? e.message : "error"}); nothing was journaled`);
+    }
+    const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, {
+      snapshotLocal: ref.local,
+      snapshotExternalUri: ref.externalUri,
+      snapshotMemory: ref.memory,
+      snapshotSealed: ref.sealed,
+    });
+    const r = s.append([marker], { fence: 0n, mintFence: true });
+    if (!r.ok) return refusalFailure(r);
+    s.release(live);
+    return success(s.render());
+  } finally {
+    s.release(live);
+    await s.syncDirectoryQuietly();
+  }
+}
+
+/**
+ * Cancels the running execution (or the named one). The running turn journals END{CANCELED} and
+ * LIFECYCLE(CANCEL) itself and its Exec stream ends CANCELLED; Cancel returns once it has.
+ */
+export async function cancelSession(s: SessionState, executionId: string, reason: string): Promise<Outcome<Session>> {
+  if (!s.exists()) return notFound();
+  const why = reason || "USER";
+  if (!CANCEL_REASONS.has(why)) return failure("invalid_request", `reason must be USER, TIMEOUT or INTERNAL (got ${JSON.stringify(reason.slice(0, 40))})`);
+  const live = s.live;
+  if (live && live.executionId !== "") {
+    if (executionId && executionId !== live.executionId) {
+      return failure("not_running", `execution ${executionId} is not the one running on this session (${live.executionId} is): nothing was canceled`);
+    }
+    live.abort.abort(new TurnInterruptedError("canceled", `canceled (${why})`, why));
+    await live.done;
+    return success(s.render());
+  }
+  if (live) return busy();
+  // Nothing running: close an interrupted execution so Resume will not re-drive it.
+  const parsed = parseExecutions(s.loggedEvents());
+  const latest = parsed.ok ? latestExecution(parsed) : undefined;
+  if (!latest || latest.endState !== undefined || (executionId && executionId !== latest.id)) {
+    return failure("not_running", "nothing to cancel: no execution of this session is running or interrupted");
+  }
+  const r = s.append([endEvent(latest.id, "CANCELED"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_CANCEL, { detail: why })], { fence: 0n, mintFence: true });
+  await s.syncDirectoryQuietly();
+  return r.ok ? success(s.render()) : refusalFailure(r);
+}
+
+/**
+ * Erases the session. The Directory keeps a tombstone with the final head first, then every byte
+ * of the session's storage goes; afterwards the uid answers NOT_FOUND everywhere.
+ */
+export async function deleteSession(s: SessionState, tombstone: (final: Session, headHash: string) => Promise<void>): Promise<Outcome<Session>> {
+  if (!s.exists()) return notFound();
+  if (s.live) return failure("session_busy", "a turn is running on this session: Cancel it (or wait for it to end), then delete");
+  const final = s.render();
+  await tombstone(final, s.journal.head().hash);
+  await s.d.erase();
+  s.forget();
+  return success(final);
+}

@@ -1,0 +1,217 @@
+/**
+ * What every session operation shares: the metadata row, the journal (appends go through the
+ * projections here), the live guard, and the session's view of harnesses, models and runtime.
+ * Internal to objects/session: the operations live in turns.ts, lifecycle-ops.ts, fork.ts and
+ * audit.ts, and SessionHost is their facade.
+ * @internal
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
+import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
+import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
+import type { LoggedEvent } from "../controller/execution-log.js";
+import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
+import type { ModelInvoker } from "../controller/models.js";
+import type { TurnLog } from "../controller/turn-writer.js";
+import type { DirectoryRow } from "../directory/directory-store.js";
+import { Journal, type AppendedRecord, type AppendResult } from "../journal/journal.js";
+import type { SqlDb } from "../storage/sql.js";
+import { MetaStore, type SessionMeta } from "./meta-store.js";
+import { failure, success, type Outcome } from "./outcomes.js";
+import { projectEvents, type States } from "./projection.js";
+import { isSessionInitialized } from "./schema.js";
+import { renderSession } from "./session-view.js";
+
+/** How long admission waits for a harness to describe itself (BEHAVIOUR.md §6.1). */
+export const DESCRIBE_TIMEOUT_MS = 10_000;
+
+export interface SessionHostDeps {
+  db: SqlDb;
+  now: () => number;
+  /** The model invoker for a session whose `model` field is `sessionModel`. */
+  models: (sessionModel: string) => ModelInvoker;
+  /** Reports the session's latest state to its tenant's Directory. */
+  directory: (tenant: string, row: DirectoryRow) => Promise<void>;
+  /** Erases every byte of this session's storage (DeleteSession). */
+  erase: () => Promise<void>;
+  /** The harnesses this host serves; the built-in echo harness by default. */
+  harnesses?: HarnessResolver;
+  /** Where harnesses are placed; the built-in (in-isolate) runtime by default. */
+  runtime?: Runtime;
+  maxEventBytes?: number;
+}
+
+/** The turn (or recovery) running right now; the overlap guard. */
+export interface LiveTurn {
+  abort: AbortController;
+  /** The execution it runs, once known (Cancel names it). */
+  executionId: string;
+  /** Settles when the operation has released the guard. */
+  done: Promise<void>;
+  finish: () => void;
+}
+
+export class SessionState {
+  readonly meta: MetaStore;
+  journal: Journal;
+  readonly harnesses: HarnessResolver;
+  readonly runtime: Runtime;
+  live: LiveTurn | undefined;
+
+  constructor(readonly d: SessionHostDeps) {
+    this.harnesses = d.harnesses ?? builtinHarnesses();
+    this.runtime = d.runtime ?? createBuiltinRuntime();
+    this.meta = new MetaStore(d.db);
+    this.journal = new Journal(d.db, d.maxEventBytes);
+  }
+
+  exists(): boolean {
+    return isSessionInitialized(this.d.db) && this.meta.load() !== undefined;
+  }
+
+  /** Call after the storage was replaced underneath (erase): nothing cached survives. */
+  forget(): void {
+    this.meta.forget();
+    this.journal = new Journal(this.d.db, this.d.maxEventBytes);
+  }
+
+  get uid(): string {
+    return this.meta.load()!.uid;
+  }
+
+  render(): Session {
+    return renderSession(this.meta.load()!, this.journal.head(), this.live !== undefined);
+  }
+
+  takeGuard(): LiveTurn {
+    let finish!: () => void;
+    const done = new Promise<void>((ok) => (finish = ok));
+    const live: LiveTurn = { abort: new AbortController(), executionId: "", done, finish };
+    this.live = live;
+    return live;
+  }
+
+  /** Releases the guard if `live` still holds it. */
+  release(live: LiveTurn): void {
+    if (this.live === live) this.live = undefined;
+    live.finish();
+  }
+
+  models(): ModelInvoker {
+    return this.d.models(this.meta.load()!.statics.model);
+  }
+
+  /** The current placement of this session's compute on the runtime (a fresh one each operation). */
+  async place(harness: string, fence: bigint): Promise<Incarnation> {
+    const inc = await this.runtime.create({ sessionUid: this.uid, harness });
+    return { ...inc, fence };
+  }
+
+  describer(): DescribeHarness {
+    return async (name) => {
+      const harness = this.harnesses.get(name);
+      if (!harness) return undefined;
+      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+      return descriptor && { name, harness, descriptor };
+    };
+  }
+
+  /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
+  async admit(name: string): Promise<Outcome<DescribedHarness>> {
+    const described = await this.describer()(name);
+    if (!described) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    const refused = this.canPlace(described);
+    return refused ? failure("unplaceable", refused) : success(described);
+  }
+
+  /** CanPlace (CONTRACT.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
+  canPlace(h: DescribedHarness): string | undefined {
+    if (h.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT) return undefined;
+    if (this.runtime.capabilities().memorySnapshot) return undefined;
+    return `harness "${h.name}" requires memory snapshots, which the ${this.runtime.name} runtime cannot take`;
+  }
+
+  /** The journal as the controller sees it, with this session's projections applied in each append. */
+  turnLog(): TurnLog {
+    return {
+      append: (events, opts) => this.append(events, opts),
+      head: () => this.journal.head(),
+      events: (from, to) => this.events(from, to).map((e) => e.event),
+    };
+  }
+
+  append(events: readonly Event[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult {
+    const meta = this.meta.load()!;
+    const before: States = { computeState: meta.computeState, execState: meta.execState };
+    let after = before;
+    const now = this.d.now();
+    const r = this.journal.append(events, {
+      ...opts,
+      project: (records: readonly AppendedRecord[]) => {
+        after = projectEvents(before, records.map((x) => x.decoded));
+        if (after.computeState !== before.computeState || after.execState !== before.execState) {
+          this.meta.setStates(after.computeState, after.execState, now);
+        }
+      },
+    });
+    if (r.ok && after !== before) this.meta.committed(after.computeState, after.execState, now);
+    return r;
+  }
+
+  loggedEvents(): LoggedEvent[] {
+    return this.events(1n, 0n);
+  }
+
+  events(from: bigint, to: bigint): LoggedEvent[] {
+    const out: LoggedEvent[] = [];
+    if (to < 0n || (to > 0n && to < from)) return out;
+    let at = from;
+    for (;;) {
+      const page = this.journal.read(at, to, 512);
+      for (const r of page) out.push({ seq: r.seq, event: fromBinary(EventSchema, r.event) });
+      if (page.length < 512) return out;
+      at = page[page.length - 1]!.seq + 1n;
+    }
+  }
+
+  async syncDirectory(): Promise<void> {
+    const meta: SessionMeta = this.meta.load()!;
+    const session = this.render();
+    const head = this.journal.head();
+    await this.d.directory(meta.tenant, {
+      uid: meta.uid,
+      project: session.metadata?.project ?? "",
+      createMs: meta.createMs,
+      updateMs: meta.updateMs,
+      headSeq: Number(head.seq),
+      headHash: head.hash,
+      session: toBinary(SessionSchema, session),
+    });
+  }
+
+  /** Reports to the Directory without failing the caller: a missed report is repaired by the next. */
+  async syncDirectoryQuietly(): Promise<void> {
+    await this.syncDirectory().catch(() => undefined);
+  }
+}
+
+async function describeWithin(h: NonNullable<ReturnType<HarnessResolver["get"]>>, ms: number) {
+  const ac = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve(h.describe(ac.signal)),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => {
+          ac.abort();
+          resolve(undefined);
+        }, ms);
+      }),
+    ]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}

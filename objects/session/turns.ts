@@ -1,0 +1,186 @@
+/**
+ * Exec and Resume: the operations that run a harness (BEHAVIOUR.md §4.5, §4.9, §4.10).
+ * @internal
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { mintExecutionId } from "../../proto/ids.js";
+import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
+import { TurnInterruptedError } from "../controller/errors.js";
+import { latestExecution, parseExecutions } from "../controller/execution-log.js";
+import { runLiveTurn } from "../controller/live-turn.js";
+import { resumeLatest, type ResumeOutcome } from "../controller/resume.js";
+import type { RecordObserver } from "../controller/turn-writer.js";
+import type { AppendedRecord } from "../journal/journal.js";
+import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
+import { FrameSink } from "./frames.js";
+import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { failure, success, type Failure, type Outcome } from "./outcomes.js";
+import type { LiveTurn, SessionState } from "./session-state.js";
+
+export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failure;
+
+/**
+ * One Exec. Routing errors come back before any frame; otherwise the stream's first frame is the
+ * Session, then each record as it commits (and deltas), then the end or a failure frame. An
+ * inputless Exec on a session whose latest execution never ended recovers that execution.
+ */
+export function startExec(s: SessionState, req: ExecRequest): ExecStart {
+  if (!s.exists()) return notFound();
+  const name = req.harness || s.meta.load()!.statics.harness || DEFAULT_HARNESS;
+  if (!s.harnesses.get(name)) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
+  const out = new FrameSink();
+  out.update(updateBytes({ case: "session", value: s.render() }));
+  if (req.deadlineUnix > 0n && BigInt(s.d.now()) >= req.deadlineUnix * 1000n) {
+    out.fail(failure("deadline_exceeded", "deadline_unix is already in the past: nothing was run or written"));
+    return { ok: true, frames: out.stream };
+  }
+  if (s.live) {
+    out.fail(busy());
+    return { ok: true, frames: out.stream };
+  }
+  // The guard is taken before the first await, so an overlapping call can never slip in.
+  const live = s.takeGuard();
+  void runExec(s, live, req, name, out);
+  return { ok: true, frames: out.stream };
+}
+
+/**
+ * Resume (BEHAVIOUR.md §4.9): restore compute from this session's own latest SUSPEND ref (or a
+ * fresh placement), re-drive the latest execution if it never ended, then journal
+ * LIFECYCLE(RESUME) under the recovery's fresh fence.
+ */
+export async function resumeSession(s: SessionState): Promise<Outcome<Session>> {
+  if (!s.exists()) return notFound();
+  if (s.live) return busy();
+  const live = s.takeGuard();
+  let fence: bigint | undefined;
+  try {
+    const spec = { sessionUid: s.uid, harness: s.meta.load()!.statics.harness };
+    const ref = ownSuspendRef(s);
+    await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
+    const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined);
+    const failed = resumeFailure(outcome);
+    if (failed) return failed;
+    fence ??= s.journal.mintFence();
+    const marked = s.append([lifecycleEvent(Lifecycle_Kind.LIFECYCLE_RESUME)], { fence });
+    if (!marked.ok) return refusalFailure(marked);
+    s.release(live);
+    return success(s.render());
+  } finally {
+    s.release(live);
+    await s.syncDirectoryQuietly();
+  }
+}
+
+async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: string, out: FrameSink): Promise<void> {
+  const observe: RecordObserver = (records) => {
+    for (const r of records) out.update(updateBytes({ case: "record", value: logRecordOf(r) }));
+  };
+  let result: Failure | undefined;
+  const stopDeadline = armDeadline(s, live, req.deadlineUnix);
+  try {
+    if (req.inputs.length === 0 && interrupted(s)) {
+      const head = s.journal.head().seq;
+      if (req.expectedLastSeq !== undefined && req.expectedLastSeq !== head) {
+        result = refusalFailure({ ok: false, reason: "conflict", head, expected: req.expectedLastSeq });
+        return;
+      }
+      result = resumeFailure(await recover(s, live, () => s.journal.mintFence(), observe, out));
+      return;
+    }
+    const admitted = await s.admit(name);
+    if (!admitted.ok) {
+      result = admitted;
+      return;
+    }
+    live.executionId = mintExecutionId();
+    // Tell the Directory a turn is running, without holding the turn up for it.
+    void s.syncDirectoryQuietly();
+    const outcome = await runLiveTurn(
+      {
+        sessionUid: s.uid,
+        executionId: live.executionId,
+        harnessName: name,
+        harness: admitted.value.harness,
+        descriptor: admitted.value.descriptor,
+        inputs: req.inputs,
+        config: req.config,
+        resumeFromSeq: req.resumeFromSeq,
+        expectedSeq: req.expectedLastSeq,
+        signal: live.abort.signal,
+      },
+      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId) },
+    );
+    result = turnFailure(outcome);
+  } catch (e) {
+    console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
+    result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
+  } finally {
+    stopDeadline();
+    s.release(live);
+    await s.syncDirectoryQuietly();
+    if (result) out.fail(result);
+    else out.close();
+  }
+}
+
+/** Re-drives the latest execution if it never ended (controller Resume). */
+function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, observe: RecordObserver, out?: FrameSink): Promise<ResumeOutcome> {
+  const events = s.loggedEvents();
+  const parsed = parseExecutions(events);
+  live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
+  return resumeLatest(events, {
+    sessionUid: s.uid,
+    log: s.turnLog(),
+    mintFence,
+    place: (h) => s.canPlace(h),
+    describe: s.describer(),
+    defaultHarness: DEFAULT_HARNESS,
+    models: s.models(),
+    observe,
+    onDelta: out && deltaRelay(out, live.executionId),
+    signal: live.abort.signal,
+  });
+}
+
+/** Whether the latest execution never ended (a crash, or a failure Resume may retry). */
+export function interrupted(s: SessionState): boolean {
+  const parsed = parseExecutions(s.loggedEvents());
+  if (!parsed.ok) return false;
+  const latest = latestExecution(parsed);
+  return latest !== undefined && latest.endState === undefined;
+}
+
+/** The latest SUSPEND ref this session wrote itself; inherited refs name the parent and are skipped. */
+function ownSuspendRef(s: SessionState) {
+  const events = s.loggedEvents();
+  for (let i = events.length - 1; i >= 0; i--) {
+    const b = events[i]!.event.body;
+    if (b.case === "lifecycle" && b.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND && b.value.snapshotLocal === s.uid) {
+      const v = b.value;
+      return create(SnapshotRefSchema, { local: v.snapshotLocal, externalUri: v.snapshotExternalUri, memory: v.snapshotMemory, sealed: v.snapshotSealed });
+    }
+  }
+  return undefined;
+}
+
+function armDeadline(s: SessionState, live: LiveTurn, deadlineUnix: bigint): () => void {
+  if (deadlineUnix <= 0n) return () => undefined;
+  const ms = Number(deadlineUnix * 1000n - BigInt(s.d.now()));
+  const t = setTimeout(() => live.abort.abort(new TurnInterruptedError("deadline", "the turn's deadline_unix passed")), Math.max(0, ms));
+  return () => clearTimeout(t);
+}
+
+export function updateBytes(update: ExecUpdate["update"]): Uint8Array {
+  return toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update }));
+}
+
+function deltaRelay(out: FrameSink, executionId: string) {
+  return (chunk: string, done: boolean) => out.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
+}
+
+function logRecordOf(r: AppendedRecord) {
+  return create(LogRecordSchema, { seq: r.seq, prevHash: r.prevHash, contentHash: r.hash, fence: r.fence, event: r.decoded });
+}
