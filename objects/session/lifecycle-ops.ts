@@ -11,7 +11,7 @@ import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { TurnInterruptedError } from "../controller/errors.js";
 import { endEvent } from "../controller/events.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
-import { busy, notFound, refusalFailure } from "./failures.js";
+import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import type { SessionState } from "./session-state.js";
@@ -56,15 +56,15 @@ export async function cancelSession(s: SessionState, executionId: string, reason
   const why = reason || "USER";
   if (!CANCEL_REASONS.has(why)) return failure("invalid_request", `reason must be USER, TIMEOUT or INTERNAL (got ${JSON.stringify(reason.slice(0, 40))})`);
   const live = s.live;
-  if (live && live.executionId !== "") {
-    if (executionId && executionId !== live.executionId) {
+  if (live) {
+    // A turn still in admission has no execution id yet: it is canceled before it writes anything.
+    if (executionId && live.executionId !== "" && executionId !== live.executionId) {
       return failure("not_running", `execution ${executionId} is not the one running on this session (${live.executionId} is): nothing was canceled`);
     }
     live.abort.abort(new TurnInterruptedError("canceled", `canceled (${why})`, why));
     await live.done;
     return success(s.render());
   }
-  if (live) return busy();
   // Nothing running: close an interrupted execution so Resume will not re-drive it.
   const parsed = parseExecutions(s.loggedEvents());
   const latest = parsed.ok ? latestExecution(parsed) : undefined;

@@ -95,6 +95,10 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       result = admitted;
       return;
     }
+    if (live.abort.signal.aborted) {
+      result = failure("canceled", "the turn was canceled before it started: nothing was written");
+      return;
+    }
     live.executionId = mintExecutionId();
     // Tell the Directory a turn is running, without holding the turn up for it.
     void s.syncDirectoryQuietly();

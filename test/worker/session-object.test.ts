@@ -99,4 +99,24 @@ describe("SessionObject in workerd", () => {
     expect(replayed.map((r) => r.contentHash)).toEqual(streamed.map((r) => r.contentHash));
     expect((await client.getSession({ uid: s.metadata!.uid })).lastSeq).toBe(5n);
   });
+
+  it("delete: erases the object's storage and the Directory keeps a tombstone with the final head", async () => {
+    const uid = mintSessionUid();
+    const stub = stubFor(uid);
+    await stub.create("default", uid, toBinary(SessionSchema, create(SessionSchema, { metadata: { project: "del" }, harness: "echo" })));
+    const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("bye")] })));
+    if (!start.ok) throw new Error(start.message);
+    await readAll(start.frames);
+    const deleted = await stub.delete("default");
+    expect(deleted.ok).toBe(true);
+    const left = await runInDurableObject(stub, (_o: SessionObject, state) => ({
+      tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray(),
+      size: state.storage.sql.databaseSize,
+    }));
+    expect(left.tables).toEqual([]);
+    expect(await stub.get()).toMatchObject({ ok: false, reason: "session_not_found" });
+    const tomb = await env.DIRECTORY.get(env.DIRECTORY.idFromName("default")).head(uid);
+    expect(tomb?.seq).toBe(5);
+    expect(tomb?.deletedMs).toBeGreaterThan(0);
+  });
 });

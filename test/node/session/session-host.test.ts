@@ -5,94 +5,12 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
-import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
-import {
-  ComputeState,
-  ExecRequestSchema,
-  ExecState,
-  ExecUpdateSchema,
-  SessionSchema,
-  type ExecUpdate,
-} from "../../../proto/gen/agentsessions/v1/session_pb.js";
-import { mintSessionUid } from "../../../proto/ids.js";
-import { userText, textOf } from "../../../proto/messages.js";
-import { echoHarness } from "../../../runtimes/builtin/echo.js";
+import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { ComputeState, ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { textOf, userText } from "../../../proto/messages.js";
 import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
-import { createModelInvoker } from "../../../objects/controller/models.js";
-import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
-import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
-import { SessionHost, type ExecStart } from "../../../objects/session/session-host.js";
-import { createTestDb, eraseTestDb } from "../support/sqljs-db.js";
-
-function descriptor(id: string, resumability = Resumability.STATELESS_REPLAY) {
-  return create(HarnessDescriptorSchema, { id, version: "t1", capabilities: { resumability } });
-}
-
-/** A harness that waits for `release` before its model call. */
-function gatedHarness() {
-  let release!: () => void;
-  const gate = new Promise<void>((ok) => (release = ok));
-  const harness: Harness = {
-    describe: () => descriptor("gated"),
-    async run(start, sink) {
-      await gate;
-      await sink.model({ model: "echo", messages: [userText(textOf(start.inputs[0]))] });
-    },
-  };
-  return { harness, release };
-}
-
-function setup(extra: Record<string, Harness> = {}) {
-  const db = createTestDb();
-  const reports: DirectoryRow[] = [];
-  let clock = 1_700_000_000_000;
-  const harnesses = { echo: echoHarness, ...extra };
-  const host = new SessionHost({
-    db,
-    now: () => clock,
-    models: (sessionModel) => createModelInvoker({ sessionModel }),
-    directory: async (_tenant, row) => {
-      reports.push(row);
-    },
-    harnesses: { get: (n) => harnesses[n as keyof typeof harnesses], names: () => Object.keys(harnesses) },
-    erase: async () => eraseTestDb(db),
-  });
-  const tick = (ms: number) => (clock += ms);
-  return { db, host, reports, tick, now: () => clock };
-}
-
-async function createSession(host: SessionHost, harness = "echo") {
-  const uid = mintSessionUid();
-  const r = await host.create({
-    tenant: "default",
-    uid,
-    statics: create(SessionSchema, { metadata: { project: "default" }, harness }),
-  });
-  if (!r.ok) throw new Error(r.message);
-  return uid;
-}
-
-async function drain(start: ExecStart): Promise<{ updates: ExecUpdate[]; failure?: Failure }> {
-  if (!start.ok) return { updates: [], failure: start };
-  const dec = new FrameDecoder();
-  const updates: ExecUpdate[] = [];
-  let failure: Failure | undefined;
-  const reader = start.frames.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    for (const f of dec.push(value)) {
-      if (f.kind === "failure") failure = f.failure;
-      else updates.push(fromBinary(ExecUpdateSchema, f.bytes));
-    }
-  }
-  return { updates, failure };
-}
-
-const execReq = (init: Parameters<typeof create<typeof ExecRequestSchema>>[1]) => create(ExecRequestSchema, init);
-const kinds = (updates: ExecUpdate[]) =>
-  updates.flatMap((u) => (u.update.case === "record" ? [EventKind[u.update.value.event!.kind]] : []));
+import { createSession, descriptor, drain, execReq, gatedHarness, kinds, setup } from "../support/session-fixture.js";
 
 describe("SessionHost", () => {
   it("create: writes metadata only; the session is PENDING with compute NONE and last_seq 0", async () => {
