@@ -3,7 +3,7 @@
  * inside the append transaction.
  *
  * compute_state: ordinary records -> LIVE; SUSPEND and FORK -> COLD; RESUME -> LIVE; approval
- * request/decision and other lifecycle kinds leave it unchanged.
+ * request/decision, END{CANCELED} and other lifecycle kinds leave it unchanged.
  * exec_state: EXECUTION_START opens a turn (RUNNING); END{COMPLETED|CANCELED|FAILED} and ERROR
  * close it; an APPROVAL_REQUEST parks it (AWAITING) until its receipt. Whether a RUNNING turn is
  * really running is the live guard's call (session-view.ts).
@@ -31,6 +31,9 @@ function nextCompute(cur: ComputeState, ev: Event): ComputeState {
     case EventKind.EVENT_APPROVAL_REQUEST:
     case EventKind.EVENT_APPROVAL_RESULT:
       return cur;
+    case EventKind.EVENT_END:
+      // Closing a canceled execution places nothing (a cold fork child stays cold).
+      return ev.body.case === "end" && ev.body.value.state === "CANCELED" ? cur : ComputeState.COMPUTE_LIVE;
     case EventKind.EVENT_LIFECYCLE: {
       const kind = ev.body.case === "lifecycle" ? ev.body.value.kind : Lifecycle_Kind.LIFECYCLE_UNSPECIFIED;
       if (kind === Lifecycle_Kind.LIFECYCLE_SUSPEND || kind === Lifecycle_Kind.LIFECYCLE_FORK) {
