@@ -1,11 +1,13 @@
 /**
  * `npm run bench`: journal append cost against a plain SQLite insert of the same bytes, measured
  * side by side in one Durable Object of a real `wrangler dev`; and an echo turn over HTTP against a
- * bare request that appends five rows in one Durable Object call. Prints medians and ratios; it
- * asserts nothing (timings never gate tests).
+ * bare request that appends five rows in one Durable Object call; then fork cost against prefix
+ * length and child count on the same server (bench/fork.ts). Prints medians and ratios; it asserts
+ * nothing (timings never gate tests).
  */
 import { startDevServer } from "../scripts/dev-server.js";
 import { SessionsClient } from "../sdk/client.js";
+import { runForkBench } from "./fork.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const APPENDS = Number(process.env.BENCH_APPENDS ?? 5000);
@@ -68,6 +70,8 @@ async function main(): Promise<void> {
     console.log(`  echo turn (Exec)      ${median(turns).toFixed(2).padStart(8)} ms`);
     console.log(`  bare 5-row request    ${median(five).toFixed(2).padStart(8)} ms`);
     console.log(`  ratio                 ${(median(turns) / median(five)).toFixed(2).padStart(8)} x`);
+
+    await runForkBench(u);
   } finally {
     await server.stop();
   }

@@ -8,14 +8,18 @@ import { ConnectError } from "@connectrpc/connect";
 import { DEFAULT_SERVER, describeError } from "../sdk/client.js";
 import { parseArgs, UsageError } from "./args.js";
 import { createCommandContext, GLOBAL_FLAGS, GLOBAL_HELP, type Command, type Writer } from "./command.js";
+import { cancelCommand } from "./commands/cancel.js";
 import { createCommand } from "./commands/create.js";
+import { deleteCommand } from "./commands/delete.js";
 import { execCommand } from "./commands/exec.js";
 import { exportCommand } from "./commands/export.js";
+import { forkCommand } from "./commands/fork.js";
 import { getCommand } from "./commands/get.js";
 import { hashCommand } from "./commands/hash.js";
 import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
 import { resumeCommand } from "./commands/resume.js";
+import { suspendCommand } from "./commands/suspend.js";
 import { verifyCommand } from "./commands/verify.js";
 
 export const COMMANDS: readonly Command[] = [
@@ -23,7 +27,11 @@ export const COMMANDS: readonly Command[] = [
   getCommand,
   listCommand,
   execCommand,
+  cancelCommand,
+  forkCommand,
+  suspendCommand,
   resumeCommand,
+  deleteCommand,
   replayCommand,
   verifyCommand,
   hashCommand,

@@ -47,8 +47,14 @@ export function eventDetail(ev: Event): string {
       return `tool_call_id=${b.value.toolCallId} ${b.value.approved ? "approved" : "denied"}`;
     case "usage":
       return "";
-    case "lifecycle":
-      return (Lifecycle_Kind[b.value.kind] ?? String(b.value.kind)).replace(/^LIFECYCLE_/, "");
+    case "lifecycle": {
+      // The detail is the host's own text (FORK "parent@N", CANCEL reason), never user content.
+      const l = b.value;
+      const parts = [(Lifecycle_Kind[l.kind] ?? String(l.kind)).replace(/^LIFECYCLE_/, "")];
+      if (l.detail) parts.push(l.detail);
+      if (l.snapshotLocal) parts.push(`snapshot=${l.snapshotLocal}`);
+      return parts.join(" ");
+    }
     case "parked":
       return `tool_call_id=${b.value.toolCallId} request_seq=${b.value.requestSeq}`;
     default:

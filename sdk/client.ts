@@ -55,6 +55,26 @@ export interface ExecOptions {
   onSession?: (session: Session) => void;
 }
 
+export interface ForkOptions {
+  /** The last parent record the children inherit; 0n or unset = the parent's head. */
+  at?: bigint;
+  /** Children to create, 1..128 (unset or <= 0: one). */
+  count?: number;
+  /** One name per child, or none (children are then unnamed; never the parent's name). */
+  names?: string[];
+  /** The children's labels, replacing the parent's (unset: none). */
+  labels?: Record<string, string>;
+}
+
+/** Why a caller cancels (CONTRACT.md §9); the server defaults to USER. */
+export type CancelReason = "USER" | "TIMEOUT" | "INTERNAL";
+
+export interface CancelOptions {
+  /** Cancel only if this execution is the one running (or interrupted); unset = whichever is. */
+  executionId?: string;
+  reason?: CancelReason;
+}
+
 export interface VerifyOptions {
   /** Also re-run every completed execution against the journal (zero model calls expected). */
   replay?: boolean;
@@ -132,6 +152,42 @@ export class SessionsClient {
    */
   resume(uid: string): Promise<Session> {
     return this.raw.resume({ session: uid });
+  }
+
+  /**
+   * Fork (BEHAVIOUR.md §4.7): children whose journals are the parent's records 1..at verbatim plus
+   * a LIFECYCLE(FORK, "parent@<at>") marker. The parent is untouched; all children or none.
+   */
+  async fork(uid: string, o: ForkOptions = {}): Promise<Session[]> {
+    const r = await this.raw.fork({
+      session: uid,
+      atSeq: o.at ?? 0n,
+      count: o.count ?? 0,
+      labels: o.labels ?? {},
+      childNames: o.names ?? [],
+    });
+    return r.children;
+  }
+
+  /** Suspend (§4.8): journals LIFECYCLE(SUSPEND) and leaves the session COLD; ABORTED while a turn runs. */
+  suspend(uid: string): Promise<Session> {
+    return this.raw.suspend({ session: uid });
+  }
+
+  /**
+   * Cancel: stops the running execution (it journals END{CANCELED} and LIFECYCLE(CANCEL), and its
+   * Exec stream ends CANCELED), or closes an interrupted one. Nothing to cancel: FAILED_PRECONDITION.
+   */
+  cancel(uid: string, o: CancelOptions = {}): Promise<Session> {
+    return this.raw.cancel({ session: uid, executionId: o.executionId ?? "", reason: o.reason ?? "" });
+  }
+
+  /**
+   * DeleteSession: erases the session and returns its final state. Afterwards the uid is NOT_FOUND
+   * (Audit.Verify names the final head); forked children survive.
+   */
+  delete(uid: string): Promise<Session> {
+    return this.raw.deleteSession({ uid });
   }
 
   /**

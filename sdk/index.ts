@@ -10,9 +10,12 @@ export {
   codeName,
   DEFAULT_SERVER,
   type ClientOptions,
+  type CancelOptions,
+  type CancelReason,
   type CreateOptions,
   type ExecOptions,
   type ExecResult,
+  type ForkOptions,
   type VerifyOptions,
 } from "./client.js";
 export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";

@@ -7,14 +7,16 @@
  * the journal: the outputs must come back as recorded with zero model calls. The server's own chain
  * verdict is printed when it disagrees with the local one; it checks against the head the tenant's
  * Directory anchored, so it catches a truncated journal that a replayed prefix cannot show.
+ * A deleted session fails not_found with the host's tombstone (when and at which head).
  * Exit 1 when any check fails. Tested in test/node/cli/cli.test.ts and resume-verify.test.ts.
  */
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { VerifyResponse } from "../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import { sessionArg } from "../args.js";
-import { writeJsonLine, type Command } from "../command.js";
+import { writeJsonLine, type Command, type CommandContext } from "../command.js";
 
 export const verifyCommand: Command = {
   name: "verify",
@@ -29,12 +31,7 @@ export const verifyCommand: Command = {
 
   async run(ctx, args) {
     const uid = sessionArg(args);
-    const v = new ChainVerifier();
-    for await (const r of ctx.client().replay(uid)) {
-      // A record served without an event is hashed as the empty event, so it fails unless it was one.
-      v.push({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event ?? create(EventSchema) });
-    }
-    const rep = v.report();
+    const rep = await verifyLocally(ctx, uid);
     if (!ctx.json) ctx.out.write(chainLine(rep) + "\n");
     const audit = args.booleans.has("replay") ? await ctx.client().verify(uid, { replay: true }) : undefined;
     const serverDiffers = audit !== undefined && disagrees(rep, audit);
@@ -60,6 +57,34 @@ export const verifyCommand: Command = {
     return ok ? 0 : 1;
   },
 };
+
+async function verifyLocally(ctx: CommandContext, uid: string): Promise<ChainReport> {
+  const v = new ChainVerifier();
+  try {
+    for await (const r of ctx.client().replay(uid)) {
+      // A record served without an event is hashed as the empty event, so it fails unless it was one.
+      v.push({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event ?? create(EventSchema) });
+    }
+  } catch (e) {
+    throw await explainNotFound(ctx, uid, e);
+  }
+  return v.report();
+}
+
+/**
+ * Replay of a deleted session is a bare NOT_FOUND; Audit.Verify keeps the tombstone and says when
+ * it was deleted and what its final head was, which is what an auditor asking `verify` wants.
+ * Any other answer (a host without Audit, a transport failure) keeps the original error.
+ */
+async function explainNotFound(ctx: CommandContext, uid: string, e: unknown): Promise<unknown> {
+  if (!(e instanceof ConnectError) || e.code !== Code.NotFound) return e;
+  try {
+    await ctx.client().verify(uid);
+  } catch (audit) {
+    if (audit instanceof ConnectError && audit.code === Code.NotFound) return audit;
+  }
+  return e;
+}
 
 function chainLine(rep: ChainReport): string {
   return rep.ok ? `VERIFIED ${rep.records} records head=${rep.headHash}` : `TAMPERED at seq ${rep.firstBadSeq}: ${rep.reason}`;
