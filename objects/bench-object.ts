@@ -12,7 +12,7 @@ import { userText } from "../proto/messages.js";
 import { ComputeState, ExecState } from "../proto/gen/agentsessions/v1/session_pb.js";
 import type { Env } from "./env.js";
 import { Journal, JOURNAL_SCHEMA } from "./journal/journal.js";
-import { projectEvents } from "./session/projection.js";
+import { projectRecords, type States } from "./session/projection.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 import type { SqlDb } from "./storage/sql.js";
 
@@ -33,9 +33,9 @@ export class BenchObject extends DurableObject<Env> {
   append(n: number, textBytes: number): number {
     const journal = new Journal(this._db);
     const ev = sampleEvent(textBytes);
-    let states = { computeState: ComputeState.COMPUTE_LIVE, execState: ExecState.EXEC_RUNNING };
+    let states: States = { computeState: ComputeState.COMPUTE_LIVE, execState: ExecState.EXEC_RUNNING };
     for (let i = 0; i < n; i++) {
-      const r = journal.append([ev], { fence: 0n, project: (recs) => (states = projectEvents(states, recs.map((x) => x.decoded))) });
+      const r = journal.append([ev], { fence: 0n, project: (recs) => (states = projectRecords(states, recs.map((x) => ({ seq: x.seq, event: x.decoded })))) });
       if (!r.ok) throw new Error(r.reason);
     }
     return Number(journal.head().seq);

@@ -4,6 +4,7 @@
  * nothing here is logged or journaled.
  */
 import type { OpenAiChatConfig } from "./models/openai-chat.js";
+import type { HttpExecutorConfig } from "./tools/http-executor.js";
 
 export interface ConfigEnv {
   MODEL_BASE_URL?: string;
@@ -15,6 +16,13 @@ export interface ConfigEnv {
   MODEL_DEFAULT?: string;
   /** "0" asks the provider for whole responses instead of SSE. */
   MODEL_STREAM?: string;
+  /** The tool executor webhook (docs/tools.md). */
+  TOOL_EXECUTOR_URL?: string;
+  /** Secret: sent to the executor as a bearer token. */
+  TOOL_EXECUTOR_TOKEN?: string;
+  TOOL_EXECUTOR_TIMEOUT_MS?: string;
+  /** Default approval deadline in seconds for gated calls that declare none (unset or 0: none). */
+  APPROVAL_TIMEOUT_SECONDS?: string;
   /** "1" serves the test-only harnesses (runtimes/builtin/testing.ts); never set in a deployment. */
   TEST_HARNESSES?: string;
 }
@@ -22,6 +30,9 @@ export interface ConfigEnv {
 export interface HostConfig {
   /** The OpenAI-compatible provider, when MODEL_BASE_URL is set. */
   model?: OpenAiChatConfig;
+  /** The tool executor, when TOOL_EXECUTOR_URL is set. */
+  executor?: HttpExecutorConfig;
+  approvalTimeoutSeconds?: number;
   defaultModel: string;
   testHarnesses: boolean;
 }
@@ -39,6 +50,15 @@ export function hostConfig(env: ConfigEnv): HostConfig {
         }
       : undefined,
     defaultModel: env.MODEL_DEFAULT ?? "",
+    executor: env.TOOL_EXECUTOR_URL?.trim()
+      ? { url: env.TOOL_EXECUTOR_URL.trim(), token: env.TOOL_EXECUTOR_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
+      : undefined,
+    approvalTimeoutSeconds: positive(env.APPROVAL_TIMEOUT_SECONDS),
     testHarnesses: env.TEST_HARNESSES === "1",
   };
+}
+
+function positive(v: string | undefined): number | undefined {
+  const n = v === undefined ? NaN : Number(v);
+  return Number.isFinite(n) && n > 0 ? n : undefined;
 }

@@ -19,7 +19,8 @@ import type { StoredRecord } from "./journal/journal.js";
 import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
-import { SessionHost, type AuditReport, type ExecStart, type ForkSource } from "./session/session-host.js";
+import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
+import { createHttpExecutor } from "./tools/http-executor.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class SessionObject extends DurableObject<Env> {
@@ -40,6 +41,12 @@ export class SessionObject extends DurableObject<Env> {
       erase: async () => {
         await ctx.storage.deleteAlarm();
         await ctx.storage.deleteAll();
+      },
+      tools: config.executor && createHttpExecutor(config.executor),
+      approvalTimeoutSeconds: config.approvalTimeoutSeconds,
+      setAlarm: async (atMs) => {
+        if (atMs === null) await ctx.storage.deleteAlarm();
+        else await ctx.storage.setAlarm(atMs);
       },
     });
   }
@@ -85,6 +92,16 @@ export class SessionObject extends DurableObject<Env> {
         await directoryStub(this.env, tenant).tombstone(row, Date.now());
       }),
     );
+  }
+
+  approve(d: Decision): Outcome<{ session: Uint8Array; decision: StoredRecord }> {
+    const r = this._host.approve(d);
+    return r.ok ? { ok: true, value: { session: toBinary(SessionSchema, r.value.session), decision: r.value.decision } } : r;
+  }
+
+  /** Approval deadlines: the alarm is armed by the session and re-armed from stored state. */
+  async alarm(): Promise<void> {
+    await this._host.alarm();
   }
 
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {

@@ -30,6 +30,11 @@ export interface HarnessStart {
   signal: AbortSignal;
 }
 
+export interface ToolCallOptions {
+  /** REQUIRES_APPROVAL only: deny the call if no decision arrives within this many seconds. */
+  approvalTimeoutSeconds?: number;
+}
+
 export interface ModelRequest {
   model: string;
   messages: Message[];
@@ -49,8 +54,12 @@ export interface EventSink {
   model(req: ModelRequest): Promise<ModelResponse>;
   /** Journals an assistant text OUTPUT. */
   output(text: string): Promise<void>;
-  /** Host-executed tool call (CONTROLLER_MEDIATED or REQUIRES_APPROVAL): intent, effect, receipt. */
-  toolCall(call: ToolCall): Promise<ToolResult>;
+  /**
+   * Host-executed tool call (CONTROLLER_MEDIATED or REQUIRES_APPROVAL): the intent is journaled,
+   * then the host's executor runs it once per idempotency key and the receipt is journaled. A
+   * REQUIRES_APPROVAL call parks the turn until a decision; the call then resolves on recovery.
+   */
+  toolCall(call: ToolCall, opts?: ToolCallOptions): Promise<ToolResult>;
   /** Reports a tool the harness ran itself (IN_HARNESS_REPORTED). */
   report(result: ToolResult): Promise<void>;
   usage(usage: Usage): Promise<void>;

@@ -29,6 +29,11 @@ export function codeFor(reason: FailureReason): Code {
     case "replay_diverged":
     // Cancel of an execution that is not running (or nothing to cancel): a refusal, not an input error.
     case "not_running":
+    // "approval blocked / invalid decision / approval unavailable / missing executor", "inherited tool intent"
+    case "approval_blocked":
+    case "invalid_decision":
+    case "missing_executor":
+    case "inherited_intent":
       return Code.FailedPrecondition;
     // "harness could not be described at admission (refused, reset, no answer within 10 s)"
     case "harness_unavailable":

@@ -156,7 +156,28 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
       noteSession(ctx, uid);
       return { children: await forkSession(env, callerOf(ctx).tenant, uid, req) };
     },
-    approve: unimplemented("Approve", "tools and approvals (issue 5)"),
+    async approve(req, ctx) {
+      // BEHAVIOUR.md §4.11: every field is required, and an absent decision is never read as a denial.
+      const uid = requireUid(req.session, "session");
+      if (!req.executionId || !req.toolCallId) throw new ConnectError("execution_id and tool_call_id are required: they name the pending approval (see the session's pending_approval)", Code.InvalidArgument);
+      if (req.requestSeq <= 0n) throw new ConnectError("request_seq must be the positive seq of the APPROVAL_REQUEST", Code.InvalidArgument);
+      if (req.approved === undefined) throw new ConnectError("approved must be set explicitly: true to approve, false to deny", Code.InvalidArgument);
+      noteSession(ctx, uid);
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).approve({
+        executionId: req.executionId,
+        toolCallId: req.toolCallId,
+        requestSeq: req.requestSeq,
+        approved: req.approved,
+        reason: req.reason,
+        identity: req.identity,
+      });
+      if (!r.ok) throw connectErrorFrom(r);
+      const d = r.value.decision;
+      return {
+        session: fromBinary(SessionSchema, r.value.session),
+        decision: { seq: d.seq, prevHash: d.prevHash, contentHash: d.hash, fence: d.fence, event: fromBinary(EventSchema, d.event) },
+      };
+    },
   };
 }
 

@@ -86,3 +86,46 @@ export class HarnessMismatchError extends Error {
     this.name = "HarnessMismatchError";
   }
 }
+
+/** A host-executed call refused before its intent was recorded (unmediated, no key, bad args). Latched. */
+export class ToolCallRefusedError extends Error {
+  constructor(
+    readonly kind: "unmediated" | "missing_key" | "invalid_args" | "invalid_approval_call" | "approval_unavailable",
+    message: string,
+  ) {
+    super(message);
+    this.name = "ToolCallRefusedError";
+  }
+}
+
+/** No tool executor is configured: the intent is recorded and the call fails closed. */
+export class MissingToolExecutorError extends Error {
+  constructor() {
+    super("no tool executor configured on this host (set TOOL_EXECUTOR_URL); the intent was recorded and nothing ran");
+    this.name = "MissingToolExecutorError";
+  }
+}
+
+/** The executor answered with a failure (or could not be reached). The harness may handle it. */
+export class ToolExecutionError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ToolExecutionError";
+  }
+}
+
+/** A REQUIRES_APPROVAL call parked its turn: nothing more is written until a decision and recovery. */
+export class ApprovalParkedError extends Error {
+  constructor(readonly ref: { executionId: string; toolCallId: string; requestSeq: bigint }) {
+    super(`the turn is parked on approval of tool call ${ref.toolCallId} (request seq ${ref.requestSeq})`);
+    this.name = "ApprovalParkedError";
+  }
+}
+
+/** Recovery would re-drive a tool intent copied from a fork parent (it ran, or may have, there). */
+export class InheritedToolIntentError extends Error {
+  constructor(seq: bigint) {
+    super(`the interrupted tool call at seq ${seq} was inherited from the fork parent, so re-driving it could repeat the parent's effect: fork at or after the TOOL_RESULT, or Exec a new turn`);
+    this.name = "InheritedToolIntentError";
+  }
+}

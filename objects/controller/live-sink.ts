@@ -9,6 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   EventKind,
   EventSchema,
+  Mediation,
   ModelCallSchema,
   type Event,
   type ModelCall,
@@ -19,9 +20,17 @@ import {
 import { modelInputHash } from "../../proto/canon.js";
 import { mintModelCallId } from "../../proto/ids.js";
 import { assistantText } from "../../proto/messages.js";
-import type { EventSink, ModelRequest, ModelResponse } from "../../runtimes/harness-spi.js";
-import { ModelProviderError, SinkClosedError, TurnInterruptedError } from "./errors.js";
+import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
+import {
+  ApprovalParkedError,
+  MissingToolExecutorError,
+  ModelProviderError,
+  SinkClosedError,
+  ToolCallRefusedError,
+  TurnInterruptedError,
+} from "./errors.js";
 import type { ModelInvoker } from "./models.js";
+import { completeGate, execute, park, recordAndExecute, refuseBeforeIntent, reportRefusal, type ToolContext } from "./tool-steps.js";
 import type { TurnWriter } from "./turn-writer.js";
 
 export interface LiveSinkOptions {
@@ -30,17 +39,46 @@ export interface LiveSinkOptions {
   models: ModelInvoker;
   signal: AbortSignal;
   onDelta?: (chunk: string, done: boolean) => void;
+  /** Everything host-executed tools need; without it every host-executed call fails closed. */
+  tools?: Omit<ToolContext, "executionId" | "writer" | "signal">;
 }
 
 export class LiveSink implements EventSink {
   private _sealed = false;
+  private _latched: Error | undefined;
   private _queue: Promise<unknown> = Promise.resolve();
+  private readonly _tools: ToolContext;
 
-  constructor(private readonly _o: LiveSinkOptions) {}
+  constructor(private readonly _o: LiveSinkOptions) {
+    this._tools = {
+      sessionUid: "",
+      approvalsAllowed: false,
+      now: () => Date.now(),
+      knownCallIds: new Set(),
+      ..._o.tools,
+      executionId: _o.executionId,
+      writer: _o.writer,
+      signal: _o.signal,
+    };
+  }
 
   /** After this, every call fails with SinkClosedError and writes nothing. */
   seal(): void {
     this._sealed = true;
+  }
+
+  /**
+   * The error that stopped this sink even if the harness swallowed it: a refused tool call, a
+   * missing executor, or an approval park. The turn concludes with it.
+   */
+  get latched(): Error | undefined {
+    return this._latched;
+  }
+
+  /** Stops the sink with `e`: every later call fails with it and writes nothing. */
+  latch(e: Error): Error {
+    this._latched ??= e;
+    return this._latched;
   }
 
   model(req: ModelRequest): Promise<ModelResponse> {
@@ -97,14 +135,43 @@ export class LiveSink implements EventSink {
     });
   }
 
-  toolCall(_call: ToolCall): Promise<ToolResult> {
+  toolCall(call: ToolCall, opts?: ToolCallOptions): Promise<ToolResult> {
     return this._serial(async () => {
-      throw new Error("host-executed tool calls need a tool executor, and none is configured on this host");
+      this._check();
+      const refused = refuseBeforeIntent(this._tools, call);
+      if (refused) throw this.latch(refused);
+      try {
+        if (call.mediation === Mediation.REQUIRES_APPROVAL) park(this._tools, call, opts?.approvalTimeoutSeconds);
+        return await recordAndExecute(this._tools, call);
+      } catch (e) {
+        throw this._latchFatal(e);
+      }
     });
+  }
+
+  /** Re-drives a recorded intent that has no receipt (resume's "tool cut"). Called from inside the recorded sink. */
+  executeRecorded(call: ToolCall): Promise<ToolResult> {
+    this._check();
+    this._tools.knownCallIds.add(call.id);
+    return execute(this._tools, call).catch((e: unknown) => Promise.reject(this._latchFatal(e)));
+  }
+
+  /** Completes a decided approval gate (recovery). Called from inside the recorded sink. */
+  completeGate(call: ToolCall, requestSeq: bigint, decision: { approved: boolean; reason: string; seq: bigint }): Promise<ToolResult> {
+    this._check();
+    this._tools.knownCallIds.add(call.id);
+    return completeGate(this._tools, call, requestSeq, decision).catch((e: unknown) => Promise.reject(this._latchFatal(e)));
+  }
+
+  /** The ids of tool calls already recorded in this execution (a recovered prefix). */
+  noteCallIds(ids: Iterable<string>): void {
+    for (const id of ids) this._tools.knownCallIds.add(id);
   }
 
   report(result: ToolResult): Promise<void> {
     return this._serial(async () => {
+      const refused = reportRefusal(result);
+      if (refused) throw this.latch(new ToolCallRefusedError("invalid_args", refused));
       this._record(EventKind.EVENT_TOOL_RESULT, { case: "result", value: result });
     });
   }
@@ -129,9 +196,17 @@ export class LiveSink implements EventSink {
     }
   }
 
+  /** Parks and a missing executor stop the turn; an executor failure is the harness's to handle. */
+  private _latchFatal(e: unknown): unknown {
+    if (e instanceof ApprovalParkedError || e instanceof MissingToolExecutorError) return this.latch(e);
+    return e;
+  }
+
   private _serial<T>(op: () => Promise<T>): Promise<T> {
+    if (this._latched) return Promise.reject(this._latched);
     if (this._sealed) return Promise.reject(new SinkClosedError());
-    const run = this._queue.then(op, op);
+    const guarded = () => (this._latched ? Promise.reject(this._latched) : op());
+    const run = this._queue.then(guarded, guarded);
     this._queue = run.catch(() => undefined);
     return run;
   }

@@ -10,10 +10,11 @@ import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
-import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
-import { AppendRefusedError, ReplayDivergedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
-import { LiveSink } from "./live-sink.js";
+import { AppendRefusedError, ApprovalParkedError, MissingToolExecutorError, ReplayDivergedError, ToolCallRefusedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
+import type { ParkedGate } from "./tool-steps.js";
+import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
 
@@ -37,14 +38,18 @@ export interface TurnDeps {
   models: ModelInvoker;
   observe: RecordObserver;
   onDelta?: (chunk: string, done: boolean) => void;
+  /** Host-executed tools and approvals (executor, deadlines, park notification). */
+  tools?: LiveSinkOptions["tools"];
 }
 
 export type TurnOutcome =
   | { kind: "completed" }
+  /** Parked on an approval gate: nothing terminal was written; a decision and recovery continue it. */
+  | { kind: "parked"; gate: ParkedGate }
   /** The first append was refused: nothing was written, the harness never ran. */
   | { kind: "refused"; refusal: AppendRefusal }
   /** The turn failed; an ERROR record was journaled unless `stopped` says why it could not be. */
-  | { kind: "failed"; code: Code; message: string; stopped?: AppendRefusal };
+  | { kind: "failed"; code: Code; message: string; stopped?: AppendRefusal; missingExecutor?: true };
 
 export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<TurnOutcome> {
   const before = deps.log.head();
@@ -58,6 +63,10 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     models: deps.models,
     signal: plan.signal,
     onDelta: deps.onDelta,
+    tools: deps.tools && {
+      ...deps.tools,
+      approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
+    },
   });
   let history: Event[] | undefined;
   const start: HarnessStart = {
@@ -74,7 +83,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       return history;
     },
   };
-  const error = await runHarness(() => plan.harness.run(start, sink), plan.signal);
+  const error = (await runHarness(() => plan.harness.run(start, sink), plan.signal)) ?? sink.latched;
   sink.seal();
   return concludeTurn(writer, plan.executionId, plan.signal, error);
 }
@@ -116,19 +125,22 @@ export function concludeTurn(writer: TurnWriter, executionId: string, signal: Ab
 }
 
 function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome {
+  // A park is not a failure: the gate's records are the turn's last until a decision.
+  if (e instanceof ApprovalParkedError) return { kind: "parked", gate: e.ref };
   if (e instanceof AppendRefusedError) {
     return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
   }
   if (e instanceof TurnInterruptedError && e.why === "canceled") return cancel(writer, executionId, e);
   const code = codeOf(e);
   const message = e instanceof Error ? e.message : String(e);
+  const missing = e instanceof MissingToolExecutorError ? { missingExecutor: true as const } : {};
   try {
     writer.append([errorEvent(executionId, code, message)]);
   } catch (refused) {
-    if (refused instanceof AppendRefusedError) return { kind: "failed", code, message, stopped: refused.refusal };
+    if (refused instanceof AppendRefusedError) return { kind: "failed", code, message, stopped: refused.refusal, ...missing };
     throw refused;
   }
-  return { kind: "failed", code, message };
+  return { kind: "failed", code, message, ...missing };
 }
 
 /** A canceled execution ends with END{CANCELED} and the session records LIFECYCLE(CANCEL), together. */
@@ -144,7 +156,9 @@ function cancel(writer: TurnWriter, executionId: string, e: TurnInterruptedError
 
 function codeOf(e: unknown): Code {
   if (e instanceof TurnInterruptedError) return e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled;
-  if (e instanceof ReplayDivergedError) return Code.FailedPrecondition;
+  if (e instanceof ReplayDivergedError || e instanceof MissingToolExecutorError) return Code.FailedPrecondition;
+  // BEHAVIOUR.md §4.12 note: a refused call inside a turn fails the turn INTERNAL (nothing recorded for it).
+  if (e instanceof ToolCallRefusedError) return Code.Internal;
   return Code.Internal;
 }
 

@@ -11,6 +11,8 @@
 import { create, equals } from "@bufbuild/protobuf";
 import {
   EventKind,
+  Mediation,
+  ToolResult_Code,
   ToolResultSchema,
   UsageSchema,
   type Event,
@@ -20,8 +22,17 @@ import {
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { modelInputHash } from "../../proto/canon.js";
 import { textOf } from "../../proto/messages.js";
-import type { EventSink, ModelRequest, ModelResponse } from "../../runtimes/harness-spi.js";
-import { ModelProviderError, ReplayDivergedError, SinkClosedError } from "./errors.js";
+import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
+import {
+  ApprovalParkedError,
+  ModelProviderError,
+  ReplayDivergedError,
+  SinkClosedError,
+  ToolCallRefusedError,
+  ToolExecutionError,
+} from "./errors.js";
+import { toolCallIdentity, toolCallRefusal } from "./tool-args.js";
+import { reportRefusal } from "./tool-steps.js";
 import type { LoggedEvent } from "./execution-log.js";
 import { wireModelCall, type LiveSink } from "./live-sink.js";
 
@@ -45,16 +56,19 @@ export class RecordedSink implements EventSink {
   }
 
   /** Recorded effects the harness did not ask for (under-consumption), as a divergence. */
-  leftover(): ReplayDivergedError | undefined {
+  leftover(): Error | undefined {
     if (this._latched) return undefined;
     const next = this._o.effects[this._at];
     if (!next) return undefined;
     return new ReplayDivergedError(next.seq, `the harness finished without re-issuing the recorded ${kindName(next.event)}`);
   }
 
-  /** The first divergence raised (even if the harness swallowed it). */
-  get divergence(): Error | undefined {
-    return this._latched;
+  /**
+   * The error that stopped this sink even if the harness swallowed it: a divergence, a refused
+   * call, or a park (here or in the live tail).
+   */
+  get latched(): Error | undefined {
+    return this._latched ?? this._o.live?.latched;
   }
 
   model(req: ModelRequest): Promise<ModelResponse> {
@@ -93,18 +107,82 @@ export class RecordedSink implements EventSink {
     });
   }
 
-  toolCall(call: ToolCall): Promise<ToolResult> {
+  toolCall(call: ToolCall, opts?: ToolCallOptions): Promise<ToolResult> {
     return this._serial(async () => {
       const rec = this._peek();
-      if (!rec) return this._live().toolCall(call);
-      throw this._diverge(rec.seq, `a tool call (${call.tool}) where the journal records ${kindName(rec.event)}`);
+      if (!rec) return this._live().toolCall(call, opts);
+      const refused = toolCallRefusal(call);
+      if (refused) throw this._latch(new ToolCallRefusedError(refused.kind, refused.detail));
+      const recorded = this._expect(rec, EventKind.EVENT_TOOL_CALL, `a tool call (${call.tool})`);
+      if (recorded.body.case !== "tool" || toolCallIdentity(recorded.body.value) !== toolCallIdentity(call)) {
+        throw this._diverge(rec.seq, `tool call mismatch: the harness issued ${call.tool} with a different id, arguments, key or mediation than it did live`);
+      }
+      this._at++;
+      this._o.live?.noteCallIds([call.id]);
+      return call.mediation === Mediation.REQUIRES_APPROVAL ? this._gate(call, rec.seq) : this._mediated(call, rec.seq);
     });
+  }
+
+  /** A CONTROLLER_MEDIATED call: serve its receipt, re-drive a cut intent once (resume), or replay a handled failure. */
+  private async _mediated(call: ToolCall, seq: bigint): Promise<ToolResult> {
+    const next = this._peek();
+    if (next?.event.kind === EventKind.EVENT_TOOL_RESULT) {
+      const r = next.event.body.case === "result" ? next.event.body.value : undefined;
+      if (!r || r.id !== call.id) throw this._diverge(next.seq, `the receipt at seq ${next.seq} does not answer tool call ${call.id}`);
+      this._at++;
+      return r;
+    }
+    if (!next && this._o.live) return this._o.live.executeRecorded(call);
+    if (!next) throw this._diverge(seq, "the journal ends at a tool intent with no receipt");
+    // The executor failed when it ran and the harness carried on: fail it the same way again.
+    throw new ToolExecutionError(`the tool call recorded at seq ${seq} has no receipt: it failed when it ran`);
+  }
+
+  /** A REQUIRES_APPROVAL call: request, then decision, then receipt, each strictly for this call. */
+  private async _gate(call: ToolCall, seq: bigint): Promise<ToolResult> {
+    const req = this._peek();
+    if (!req || req.event.kind !== EventKind.EVENT_APPROVAL_REQUEST || req.event.body.case !== "approval" || req.event.body.value.toolCallId !== call.id) {
+      throw this._diverge(req?.seq ?? seq, `the gated call ${call.id} has no approval request after it`);
+    }
+    this._at++;
+    const ref = { executionId: req.event.executionId, toolCallId: call.id, requestSeq: req.seq };
+    const dec = this._peek();
+    if (!dec) {
+      if (this._o.live) throw this._latch(new ApprovalParkedError(ref));
+      throw this._diverge(req.seq, "an approval request in a completed execution has no decision");
+    }
+    const d = dec.event.body.case === "approvalResult" ? dec.event.body.value : undefined;
+    if (dec.event.kind !== EventKind.EVENT_APPROVAL_RESULT || !d || d.toolCallId !== call.id || d.requestSeq !== req.seq) {
+      throw this._diverge(dec.seq, `the record after approval request ${req.seq} is not its decision`);
+    }
+    this._at++;
+    const receipt = this._peek();
+    if (!receipt) {
+      if (this._o.live) return this._o.live.completeGate(call, req.seq, { approved: d.approved, reason: d.reason, seq: dec.seq });
+      throw this._diverge(dec.seq, "a decided approval in a completed execution has no receipt");
+    }
+    const r = receipt.event.body.case === "result" ? receipt.event.body.value : undefined;
+    const consistent =
+      r !== undefined &&
+      r.id === call.id &&
+      r.approvalRequestSeq === req.seq &&
+      r.approvalDecisionSeq === dec.seq &&
+      (d.approved
+        ? (r.code === ToolResult_Code.CODE_UNSPECIFIED && !r.isError) || (r.code === ToolResult_Code.EXECUTOR_ERROR && r.isError)
+        : r.code === ToolResult_Code.APPROVAL_DENIED && r.isError);
+    if (receipt.event.kind !== EventKind.EVENT_TOOL_RESULT || !consistent) {
+      throw this._diverge(receipt.seq, `the receipt at seq ${receipt.seq} does not match approval request ${req.seq} and its decision`);
+    }
+    this._at++;
+    return r!;
   }
 
   report(result: ToolResult): Promise<void> {
     return this._serial(async () => {
       const rec = this._peek();
       if (!rec) return this._live().report(result);
+      const refused = reportRefusal(result);
+      if (refused) throw this._latch(new ToolCallRefusedError("invalid_args", refused));
       const ev = this._expect(rec, EventKind.EVENT_TOOL_RESULT, "a tool report");
       if (ev.body.case !== "result" || !equals(ToolResultSchema, ev.body.value, result)) {
         throw this._diverge(rec.seq, "tool report mismatch: the harness reported a different result than it did live");
@@ -141,16 +219,20 @@ export class RecordedSink implements EventSink {
     return rec.event;
   }
 
-  private _diverge(seq: bigint, reason: string): ReplayDivergedError {
-    const e = new ReplayDivergedError(seq, reason);
+  private _diverge(seq: bigint, reason: string): Error {
+    return this._latch(new ReplayDivergedError(seq, reason));
+  }
+
+  private _latch(e: Error): Error {
     this._latched ??= e;
-    return e;
+    return this._latched;
   }
 
   private _serial<T>(op: () => Promise<T>): Promise<T> {
+    const stopped = () => this._latched ?? this._o.live?.latched;
+    if (stopped()) return Promise.reject(stopped());
     if (this._sealed) return Promise.reject(new SinkClosedError());
-    if (this._latched) return Promise.reject(this._latched);
-    const guarded = () => (this._latched ? Promise.reject(this._latched) : op());
+    const guarded = () => (stopped() ? Promise.reject(stopped()) : op());
     const run = this._queue.then(guarded, guarded);
     this._queue = run.catch(() => undefined);
     return run;

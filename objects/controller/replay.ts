@@ -83,7 +83,7 @@ export async function replayJournal(events: LoggedEvent[], o: ReplayOptions): Pr
       error = e;
     }
     sink.seal();
-    const diverged = sink.divergence ?? (error === undefined ? sink.leftover() : undefined);
+    const diverged = sink.latched ?? (error === undefined ? sink.leftover() : undefined);
     if (diverged instanceof ReplayDivergedError) return report(false, outputs, diverged.message, diverged.seq, i + 1);
     if (error !== undefined) {
       const why = error instanceof Error ? error.message : String(error);

@@ -8,11 +8,13 @@
  * never gets an END. Start values always come from the journal, never from the caller.
  */
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
-import { HarnessMismatchError } from "./errors.js";
-import { checkInputs, historyOf, latestExecution, parseExecutions, type LoggedEvent } from "./execution-log.js";
+import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { EventKind, Lifecycle_Kind } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
+import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import { concludeTurn, runHarness, type TurnOutcome } from "./live-turn.js";
-import { LiveSink } from "./live-sink.js";
+import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
 import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
@@ -26,9 +28,13 @@ export type ResumeOutcome =
   | { kind: "mismatch"; detail: string }
   /** The runtime cannot place the harness (CanPlace); nothing written. */
   | { kind: "unplaceable"; detail: string }
+  /** The interrupted effect was copied from a fork parent; re-driving it could repeat the parent's. */
+  | { kind: "inherited"; detail: string }
   | { kind: "redriven"; outcome: TurnOutcome };
 
 export interface ResumeOptions {
+  /** Host-executed tools and approvals for the re-driven execution. */
+  tools?: LiveSinkOptions["tools"];
   sessionUid: string;
   log: TurnLog;
   /** Mints the fence for this recovery's placement; called only once every check has passed. */
@@ -60,8 +66,18 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
 
   const refused = o.place?.(served);
   if (refused) return { kind: "unplaceable", detail: refused };
+  const inherited = inheritedIntent(parsed, ex);
+  if (inherited !== undefined) return { kind: "inherited", detail: new InheritedToolIntentError(inherited).message };
   const writer = new TurnWriter(o.log, o.mintFence(), o.observe);
-  const live = new LiveSink({ executionId: ex.id, writer, models: o.models, signal: o.signal, onDelta: o.onDelta });
+  const stateless = served.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT;
+  const live = new LiveSink({
+    executionId: ex.id,
+    writer,
+    models: o.models,
+    signal: o.signal,
+    onDelta: o.onDelta,
+    tools: o.tools && { ...o.tools, approvalsAllowed: o.tools.approvalsAllowed && stateless },
+  });
   const sink = new RecordedSink({ effects: ex.effects, live });
   const start: HarnessStart = {
     sessionUid: o.sessionUid,
@@ -74,6 +90,22 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
   };
   let error = await runHarness(() => served.harness.run(start, sink), o.signal);
   sink.seal();
-  error ??= sink.divergence ?? sink.leftover();
+  error ??= sink.latched ?? sink.leftover();
   return { kind: "redriven", outcome: concludeTurn(writer, ex.id, o.signal, error) };
+}
+
+const UNRESOLVED = new Set([EventKind.EVENT_TOOL_CALL, EventKind.EVENT_APPROVAL_REQUEST, EventKind.EVENT_APPROVAL_RESULT]);
+
+/**
+ * The seq of a tool intent (or gate) copied from a fork parent and left without a receipt: the
+ * execution's last effect is unresolved and sits before this session's latest FORK marker.
+ */
+export function inheritedIntent(parsed: Extract<ParsedLog, { ok: true }>, ex: Execution): bigint | undefined {
+  const last = ex.effects[ex.effects.length - 1];
+  if (!last || !UNRESOLVED.has(last.event.kind)) return undefined;
+  let forkSeq = 0n;
+  for (const e of parsed.events) {
+    if (e.event.body.case === "lifecycle" && e.event.body.value.kind === Lifecycle_Kind.LIFECYCLE_FORK) forkSeq = e.seq;
+  }
+  return last.seq < forkSeq ? last.seq : undefined;
 }

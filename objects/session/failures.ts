@@ -11,6 +11,7 @@ import { failure, type Failure } from "./outcomes.js";
 export function turnFailure(o: TurnOutcome): Failure | undefined {
   switch (o.kind) {
     case "completed":
+    case "parked":
       return undefined;
     case "refused":
       return refusalFailure(o.refusal);
@@ -18,6 +19,9 @@ export function turnFailure(o: TurnOutcome): Failure | undefined {
       if (o.stopped) return refusalFailure(o.stopped);
       if (o.code === Code.DeadlineExceeded) return failure("deadline_exceeded", `the turn passed its deadline: ${o.message}`);
       if (o.code === Code.Canceled) return failure("canceled", `the turn was canceled: ${o.message}`);
+      if (o.missingExecutor) {
+        return failure("missing_executor", `${o.message}; the decision is kept: configure TOOL_EXECUTOR_URL, then Resume`);
+      }
       if (o.code === Code.FailedPrecondition) {
         return failure("replay_diverged", `${o.message}; the harness no longer matches the journal (an ERROR was journaled)`);
       }
@@ -41,6 +45,8 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
       return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
     case "unplaceable":
       return failure("unplaceable", o.detail);
+    case "inherited":
+      return failure("inherited_intent", o.detail);
     case "redriven":
       return turnFailure(o.outcome);
   }

@@ -15,7 +15,7 @@ import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { INITIAL_STATES, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
-import { projectEvents, type States } from "./projection.js";
+import { projectRecords, type States } from "./projection.js";
 import { migrateSession } from "./schema.js";
 import type { SessionState } from "./session-state.js";
 
@@ -36,7 +36,8 @@ export function forkSource(s: SessionState, atSeq: bigint): Outcome<ForkSource> 
   if (at > head) return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
   const harness = s.harnesses.get(s.meta.load()!.statics.harness);
   if (!harness) return failure("harness_mismatch", `the session's harness "${s.meta.load()!.statics.harness}" is not served here, so its children could not run`);
-  const states = projectEvents(INITIAL_STATES, s.events(1n, at).map((e) => e.event));
+  // Inherited gates cannot be approved in the child: it starts with no pending approval.
+  const states = { ...projectRecords(INITIAL_STATES, s.events(1n, at)), pending: undefined };
   return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states });
 }
 
@@ -64,8 +65,8 @@ export function forkFinish(s: SessionState, atSeq: bigint, states: States): Outc
   if (!s.exists()) return notFound();
   if (s.journal.head().seq !== atSeq) return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
   const now = s.d.now();
-  s.d.db.transaction(() => s.meta.setStates(states.computeState, states.execState, now));
-  s.meta.committed(states.computeState, states.execState, now);
+  s.d.db.transaction(() => s.meta.setStates(states, now));
+  s.meta.committed(states, now);
   const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_FORK, { detail: `parent@${atSeq}` });
   const r = s.append([marker], { expectedSeq: atSeq, fence: s.journal.fence() });
   if (!r.ok) return refusalFailure(r);

@@ -1,6 +1,7 @@
 /**
- * The session's metadata row (DESIGN.md §4): who it is, what it was created with, and the two
- * projections the journal maintains in its append transaction (compute_state, exec_state).
+ * The session's metadata row (DESIGN.md §4): who it is, what it was created with, and the
+ * projections the journal maintains in its append transaction (compute_state, exec_state, the
+ * pending approval), plus the pending approval's deadline, which the alarm enforces.
  *
  * The static part (project, name, harness, model, labels, annotations, origin, identity, lineage)
  * is kept as the binary Session message it was created from, so nothing is lost in a column mapping.
@@ -9,6 +10,7 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ComputeState, ExecState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { SqlDb } from "../storage/sql.js";
+import type { PendingGate, States } from "./projection.js";
 
 export const META_SCHEMA = [
   `CREATE TABLE meta (
@@ -23,11 +25,22 @@ export const META_SCHEMA = [
    )`,
 ];
 
+/** Migration 2: the pending approval (projection) and its deadline. */
+export const META_PENDING_COLUMNS = [
+  "ALTER TABLE meta ADD COLUMN pending_exec TEXT",
+  "ALTER TABLE meta ADD COLUMN pending_call TEXT",
+  "ALTER TABLE meta ADD COLUMN pending_seq INTEGER",
+  "ALTER TABLE meta ADD COLUMN pending_deadline_ms INTEGER",
+];
+
 const stmts = {
-  load: "SELECT tenant, uid, session, create_ms, update_ms, compute_state, exec_state FROM meta WHERE id = 1",
+  load: `SELECT tenant, uid, session, create_ms, update_ms, compute_state, exec_state,
+                pending_exec, pending_call, pending_seq, pending_deadline_ms FROM meta WHERE id = 1`,
   insert: `INSERT INTO meta (id, tenant, uid, session, create_ms, update_ms, compute_state, exec_state)
            VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
-  states: "UPDATE meta SET compute_state = ?, exec_state = ?, update_ms = ? WHERE id = 1",
+  states: `UPDATE meta SET compute_state = ?, exec_state = ?, pending_exec = ?, pending_call = ?, pending_seq = ?,
+             pending_deadline_ms = CASE WHEN ? IS NULL THEN NULL ELSE pending_deadline_ms END, update_ms = ? WHERE id = 1`,
+  deadline: "UPDATE meta SET pending_deadline_ms = ? WHERE id = 1",
 } as const;
 
 type MetaRow = {
@@ -38,18 +51,19 @@ type MetaRow = {
   update_ms: number;
   compute_state: number;
   exec_state: number;
+  pending_exec: string | null;
+  pending_call: string | null;
+  pending_seq: number | null;
+  pending_deadline_ms: number | null;
 };
 
-export interface SessionMeta {
+export interface SessionMeta extends States {
   tenant: string;
   uid: string;
   /** The static fields of the session as created (no cursor or states). */
   statics: Session;
   createMs: number;
   updateMs: number;
-  computeState: ComputeState;
-  /** The journal's view of the latest execution; the live guard refines it (session-view.ts). */
-  execState: ExecState;
 }
 
 export class MetaStore {
@@ -79,14 +93,23 @@ export class MetaStore {
     this._meta = meta;
   }
 
-  /** Writes the projections; call inside the append transaction. The cache follows on commit. */
-  setStates(computeState: ComputeState, execState: ExecState, updateMs: number): void {
-    this._db.query(stmts.states, computeState, execState, updateMs);
+  /** Writes the projections; call inside the append transaction, then `committed` after it. */
+  setStates(s: States, updateMs: number): void {
+    const p = s.pending;
+    this._db.query(stmts.states, s.computeState, s.execState, p?.executionId ?? null, p?.toolCallId ?? null, p ? Number(p.requestSeq) : null, p ? 1 : null, updateMs);
   }
 
-  /** Updates the cached row after `setStates` committed. */
-  committed(computeState: ComputeState, execState: ExecState, updateMs: number): void {
-    if (this._meta) this._meta = { ...this._meta, computeState, execState, updateMs };
+  committed(s: States, updateMs: number): void {
+    if (!this._meta) return;
+    const deadline = s.pending ? (s.pending.deadlineMs ?? this._meta.pending?.deadlineMs) : undefined;
+    this._meta = { ...this._meta, ...s, pending: s.pending && { ...s.pending, deadlineMs: deadline }, updateMs };
+  }
+
+  /** Records when the pending approval fails closed (the alarm's schedule). */
+  setDeadline(deadlineMs: number): void {
+    this._db.query(stmts.deadline, deadlineMs);
+    const m = this._meta;
+    if (m?.pending) this._meta = { ...m, pending: { ...m.pending, deadlineMs } };
   }
 
   forget(): void {
@@ -95,6 +118,15 @@ export class MetaStore {
 }
 
 function metaFromRow(row: MetaRow): SessionMeta {
+  const pending: PendingGate | undefined =
+    row.pending_exec !== null && row.pending_call !== null && row.pending_seq !== null
+      ? {
+          executionId: row.pending_exec,
+          toolCallId: row.pending_call,
+          requestSeq: BigInt(row.pending_seq),
+          deadlineMs: row.pending_deadline_ms ?? undefined,
+        }
+      : undefined;
   return {
     tenant: row.tenant,
     uid: row.uid,
@@ -103,7 +135,8 @@ function metaFromRow(row: MetaRow): SessionMeta {
     updateMs: row.update_ms,
     computeState: row.compute_state as ComputeState,
     execState: row.exec_state as ExecState,
+    pending,
   };
 }
 
-export const INITIAL_STATES = { computeState: ComputeState.COMPUTE_NONE, execState: ExecState.EXEC_PENDING };
+export const INITIAL_STATES: States = { computeState: ComputeState.COMPUTE_NONE, execState: ExecState.EXEC_PENDING };

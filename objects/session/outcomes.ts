@@ -23,6 +23,10 @@ export type FailureReason =
   | "harness_mismatch"
   | "replay_diverged"
   | "not_running"
+  | "approval_blocked"
+  | "inherited_intent"
+  | "invalid_decision"
+  | "missing_executor"
   | "turn_failed"
   | "unimplemented"
   | "internal";

@@ -9,6 +9,7 @@
 import type { ExecRequest, Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
+import { approveGate, onApprovalAlarm, type Decision } from "./approvals.js";
 import { auditSession, type AuditReport } from "./audit.js";
 import { notFound } from "./failures.js";
 import { forkBegin, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
@@ -20,7 +21,7 @@ import { migrateSession } from "./schema.js";
 import { SessionState, type SessionHostDeps } from "./session-state.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
 
-export type { AuditReport, ExecStart, ForkSource, SessionHostDeps };
+export type { AuditReport, Decision, ExecStart, ForkSource, SessionHostDeps };
 export { DESCRIBE_TIMEOUT_MS } from "./session-state.js";
 
 export interface CreateArgs {
@@ -84,6 +85,15 @@ export class SessionHost {
 
   delete(tombstone: (final: Session, headHash: string) => Promise<void>): Promise<Outcome<Session>> {
     return deleteSession(this._s, tombstone);
+  }
+
+  approve(d: Decision): Outcome<{ session: Session; decision: StoredRecord }> {
+    return approveGate(this._s, d);
+  }
+
+  /** The object's alarm fired (approval deadlines). */
+  alarm(): Promise<void> {
+    return onApprovalAlarm(this._s);
   }
 
   audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {

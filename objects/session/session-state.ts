@@ -16,12 +16,14 @@ import type { LoggedEvent } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
 import type { TurnLog } from "../controller/turn-writer.js";
+import type { LiveSinkOptions } from "../controller/live-sink.js";
+import type { ToolExecutor } from "../controller/tools.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import { Journal, type AppendedRecord, type AppendResult } from "../journal/journal.js";
 import type { SqlDb } from "../storage/sql.js";
 import { MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
-import { projectEvents, type States } from "./projection.js";
+import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized } from "./schema.js";
 import { renderSession } from "./session-view.js";
 
@@ -41,6 +43,12 @@ export interface SessionHostDeps {
   harnesses?: HarnessResolver;
   /** Where harnesses are placed; the built-in (in-isolate) runtime by default. */
   runtime?: Runtime;
+  /** The executor of host-executed tool calls; without one they fail closed after the intent. */
+  tools?: ToolExecutor;
+  /** The deployment's default approval deadline (seconds; unset = none). */
+  approvalTimeoutSeconds?: number;
+  /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
+  setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
 }
 
@@ -134,6 +142,28 @@ export class SessionState {
     return `harness "${h.name}" requires memory snapshots, which the ${this.runtime.name} runtime cannot take`;
   }
 
+  /** The single alarm slot's owner: armed for the pending approval's deadline, else cleared. */
+  async rearm(): Promise<void> {
+    await this.d.setAlarm?.(this.meta.load()?.pending?.deadlineMs ?? null);
+  }
+
+  /** What turns and recoveries need for host-executed tools and approvals. */
+  toolDeps(): NonNullable<LiveSinkOptions["tools"]> {
+    return {
+      sessionUid: this.uid,
+      tools: this.d.tools,
+      approvalsAllowed: true,
+      defaultApprovalTimeoutSeconds: this.d.approvalTimeoutSeconds,
+      now: this.d.now,
+      knownCallIds: new Set(),
+      onPark: (gate) => {
+        if (gate.deadlineMs === undefined) return;
+        this.meta.setDeadline(gate.deadlineMs);
+        void this.rearm();
+      },
+    };
+  }
+
   /** The journal as the controller sees it, with this session's projections applied in each append. */
   turnLog(): TurnLog {
     return {
@@ -145,19 +175,18 @@ export class SessionState {
 
   append(events: readonly Event[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult {
     const meta = this.meta.load()!;
-    const before: States = { computeState: meta.computeState, execState: meta.execState };
+    const before: States = { computeState: meta.computeState, execState: meta.execState, pending: meta.pending };
     let after = before;
     const now = this.d.now();
     const r = this.journal.append(events, {
       ...opts,
       project: (records: readonly AppendedRecord[]) => {
-        after = projectEvents(before, records.map((x) => x.decoded));
-        if (after.computeState !== before.computeState || after.execState !== before.execState) {
-          this.meta.setStates(after.computeState, after.execState, now);
-        }
+        after = projectRecords(before, records.map((x) => ({ seq: x.seq, event: x.decoded })));
+        // Only a change of state costs a write; most records change nothing.
+        if (!sameStates(after, before)) this.meta.setStates(after, now);
       },
     });
-    if (r.ok && after !== before) this.meta.committed(after.computeState, after.execState, now);
+    if (r.ok && !sameStates(after, before)) this.meta.committed(after, now);
     return r;
   }
 

@@ -3,9 +3,11 @@
  *
  * exec_state comes from the journal's projection, refined by whether a turn is actually running in
  * this object: a journal whose latest execution never ended while no turn runs is an interrupted
- * turn, reported FAILED until Resume (or an inputless Exec) recovers it.
+ * turn, reported FAILED until Resume (or an inputless Exec) recovers it. A parked turn is AWAITING
+ * until its receipt; `pending_approval` names its request while it has no decision.
  */
-import { clone } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
+import { ApprovalRefSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ExecState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { Head } from "../journal/journal.js";
@@ -22,10 +24,16 @@ export function renderSession(meta: SessionMeta, head: Head, live: boolean): Ses
   s.lastSeq = head.seq;
   s.computeState = meta.computeState;
   s.execState = execState(meta.execState, live);
+  if (meta.pending) {
+    const p = meta.pending;
+    s.pendingApproval = create(ApprovalRefSchema, { executionId: p.executionId, toolCallId: p.toolCallId, requestSeq: p.requestSeq });
+  }
   return s;
 }
 
 function execState(projected: ExecState, live: boolean): ExecState {
+  // A parked turn is AWAITING until its receipt, whether or not a recovery is underway.
+  if (projected === ExecState.EXEC_AWAITING) return projected;
   if (live) return ExecState.EXEC_RUNNING;
   if (projected === ExecState.EXEC_RUNNING) return ExecState.EXEC_FAILED;
   return projected;

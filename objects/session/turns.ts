@@ -4,7 +4,7 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecState, ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
 import { TurnInterruptedError } from "../controller/errors.js";
@@ -30,6 +30,17 @@ export function startExec(s: SessionState, req: ExecRequest): ExecStart {
   if (!s.exists()) return notFound();
   const name = req.harness || s.meta.load()!.statics.harness || DEFAULT_HARNESS;
   if (!s.harnesses.get(name)) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
+  const meta = s.meta.load()!;
+  // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
+  if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING) {
+    const p = meta.pending;
+    return failure(
+      "approval_blocked",
+      p
+        ? `the session is waiting for a decision on tool call ${p.toolCallId} (execution ${p.executionId}, request seq ${p.requestSeq}): Approve it, then Resume (or Exec with no inputs) before sending new input`
+        : "the session's approval has a decision but the parked turn has not finished: Resume (or Exec with no inputs) to complete it before sending new input",
+    );
+  }
   const out = new FrameSink();
   out.update(updateBytes({ case: "session", value: s.render() }));
   if (req.deadlineUnix > 0n && BigInt(s.d.now()) >= req.deadlineUnix * 1000n) {
@@ -38,6 +49,12 @@ export function startExec(s: SessionState, req: ExecRequest): ExecStart {
   }
   if (s.live) {
     out.fail(busy());
+    return { ok: true, frames: out.stream };
+  }
+  if (req.inputs.length === 0 && meta.pending) {
+    // An undecided gate: report it (a final session frame), touching neither compute nor the journal.
+    out.update(updateBytes({ case: "session", value: s.render() }));
+    out.close();
     return { ok: true, frames: out.stream };
   }
   // The guard is taken before the first await, so an overlapping call can never slip in.
@@ -51,9 +68,11 @@ export function startExec(s: SessionState, req: ExecRequest): ExecStart {
  * fresh placement), re-drive the latest execution if it never ended, then journal
  * LIFECYCLE(RESUME) under the recovery's fresh fence.
  */
-export async function resumeSession(s: SessionState): Promise<Outcome<Session>> {
+export async function resumeSession(s: SessionState, o: { marker: boolean } = { marker: true }): Promise<Outcome<Session>> {
   if (!s.exists()) return notFound();
   if (s.live) return busy();
+  // A pending (undecided) approval: Resume answers with the paused session and writes nothing.
+  if (s.meta.load()!.pending) return success(s.render());
   const live = s.takeGuard();
   let fence: bigint | undefined;
   try {
@@ -61,11 +80,20 @@ export async function resumeSession(s: SessionState): Promise<Outcome<Session>> 
     const ref = ownSuspendRef(s);
     await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
     const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined);
+    if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
+      // The recovered turn reached a new gate: it is parked again, and cold.
+      const parked = await parkCompute(s);
+      if (parked) return parked;
+      s.release(live);
+      return success(s.render());
+    }
     const failed = resumeFailure(outcome);
     if (failed) return failed;
-    fence ??= s.journal.mintFence();
-    const marked = s.append([lifecycleEvent(Lifecycle_Kind.LIFECYCLE_RESUME)], { fence });
-    if (!marked.ok) return refusalFailure(marked);
+    if (o.marker) {
+      fence ??= s.journal.mintFence();
+      const marked = s.append([lifecycleEvent(Lifecycle_Kind.LIFECYCLE_RESUME)], { fence });
+      if (!marked.ok) return refusalFailure(marked);
+    }
     s.release(live);
     return success(s.render());
   } finally {
@@ -79,6 +107,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     for (const r of records) out.update(updateBytes({ case: "record", value: logRecordOf(r) }));
   };
   let result: Failure | undefined;
+  let parked = false;
   const stopDeadline = armDeadline(s, live, req.deadlineUnix);
   try {
     if (req.inputs.length === 0 && interrupted(s)) {
@@ -87,7 +116,15 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         result = refusalFailure({ ok: false, reason: "conflict", head, expected: req.expectedLastSeq });
         return;
       }
-      result = resumeFailure(await recover(s, live, () => s.journal.mintFence(), observe, out));
+      const recovered = await recover(s, live, () => s.journal.mintFence(), observe, out);
+      if (recovered.kind === "redriven" && recovered.outcome.kind === "parked") {
+        result = await parkCompute(s, observe);
+        parked = result === undefined;
+        return;
+      }
+      result = resumeFailure(recovered);
+      // A recovery (with or without a gate) ends with the session as it now stands.
+      parked = result === undefined;
       return;
     }
     const admitted = await s.admit(name);
@@ -115,9 +152,14 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         expectedSeq: req.expectedLastSeq,
         signal: live.abort.signal,
       },
-      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId) },
+      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId), tools: s.toolDeps() },
     );
-    result = turnFailure(outcome);
+    if (outcome.kind === "parked") {
+      result = await parkCompute(s, observe);
+      parked = result === undefined;
+    } else {
+      result = turnFailure(outcome);
+    }
   } catch (e) {
     console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
     result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
@@ -126,8 +168,32 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     s.release(live);
     await s.syncDirectoryQuietly();
     if (result) out.fail(result);
-    else out.close();
+    else {
+      // A park (or a recovery) ends OK with a final session frame: cursor, states, pending approval.
+      if (parked) out.update(updateBytes({ case: "session", value: s.render() }));
+      out.close();
+    }
   }
+}
+
+/**
+ * After a park the session is checkpointed cold (BEHAVIOUR.md §4.5 item 11): snapshot through the
+ * runtime and journal SUSPEND. A failed snapshot leaves the request pending and compute as it was.
+ */
+async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<Failure | undefined> {
+  let ref;
+  try {
+    ref = await s.runtime.snapshot(await s.place(s.meta.load()!.statics.harness, s.journal.fence()), "EXTERNAL");
+  } catch (e) {
+    return failure("internal", `the turn parked on its approval, but the ${s.runtime.name} runtime could not snapshot it (${e instanceof Error ? e.message : "error"}): Suspend to retry`);
+  }
+  const r = s.append(
+    [lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, { snapshotLocal: ref.local, snapshotExternalUri: ref.externalUri, snapshotMemory: ref.memory, snapshotSealed: ref.sealed })],
+    { fence: 0n, mintFence: true },
+  );
+  if (!r.ok) return refusalFailure(r);
+  observe?.(r.records);
+  return undefined;
 }
 
 /** Re-drives the latest execution if it never ended (controller Resume). */
@@ -136,6 +202,7 @@ function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, obser
   const parsed = parseExecutions(events);
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
   return resumeLatest(events, {
+    tools: s.toolDeps(),
     sessionUid: s.uid,
     log: s.turnLog(),
     mintFence,
