@@ -1,38 +1,103 @@
 /**
- * The built-in `chat` harness (BEHAVIOUR.md §7.3): a stateless conversational agent.
+ * The built-in `chat` harness (BEHAVIOUR.md §7.3): a stateless conversational agent with tools.
  *
  * Each turn builds the conversation from history (INPUT and OUTPUT messages in journal order, so
- * inputs of failed turns stay in context) plus the current inputs, prepends the optional system
- * prompt from the per-execution JSON config, and makes one mediated model call. The model is the
- * config's `model`, else "" (the host resolves "" to the session's model or its default), so a
- * changed deployment default never changes what a recorded turn asked for.
+ * inputs of failed turns stay in context, plus the TOOL_RESULT receipts that answer an OUTPUT's
+ * tool calls), prepends the optional system prompt, and appends this turn's inputs. Then an agent
+ * loop: a mediated model call offering the configured tools; every tool call the model makes goes
+ * through the sink at the tool's declared tier (the host records, executes or gates it); results go
+ * back to the model; until it answers without tool calls, or `max_steps` model calls were made.
+ *
+ * The model is the config's `model`, else "" (the host resolves "" to the session's model or its
+ * default), so a changed deployment default never changes what a recorded turn asked for.
+ * Idempotency keys are `<execution id>/<tool call id>`: stable across replay and recovery.
  */
-import { create } from "@bufbuild/protobuf";
-import { EventKind, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import {
+  EventKind,
+  Mediation,
+  MessageSchema,
+  ToolCallSchema,
+  ToolDefinitionSchema,
+  ToolResultSchema,
+  type Event,
+  type Message,
+  type ToolDefinition,
+  type ToolResult,
+} from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { HarnessDescriptorSchema, Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { textMessage } from "../../proto/messages.js";
-import type { Harness, HarnessStart } from "../harness-spi.js";
+import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
+
+export interface ChatTool {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments, shown to the model. */
+  input_schema?: JsonObject;
+  /** "CONTROLLER_MEDIATED" (default) or "REQUIRES_APPROVAL". */
+  mediation?: string;
+  /** REQUIRES_APPROVAL: deny automatically after this many seconds without a decision. */
+  approval_timeout_seconds?: number;
+}
 
 export interface ChatConfig {
   system_prompt?: string;
   model?: string;
+  tools?: ChatTool[];
+  /** Most model calls in one turn (default 8). */
+  max_steps?: number;
 }
+
+export const DEFAULT_MAX_STEPS = 8;
 
 export function createChatHarness(opts: { models?: string[] } = {}): Harness {
   return {
     describe() {
       return create(HarnessDescriptorSchema, {
         id: "chat",
-        version: "1",
+        version: "2",
         models: opts.models ?? [],
         capabilities: { resumability: Resumability.STATELESS_REPLAY, forkSafe: true, reasoningReplay: true },
       });
     },
     async run(start, sink) {
       const config = parseChatConfig(start.config);
-      await sink.model({ model: config.model ?? "", messages: conversation(start, config) });
+      const messages = conversation(start, config);
+      const tools = (config.tools ?? []).map(definitionOf);
+      const maxSteps = config.max_steps ?? DEFAULT_MAX_STEPS;
+      for (let step = 1; ; step++) {
+        const res = await sink.model({ model: config.model ?? "", messages, tools });
+        const calls = res.message.parts.flatMap((p) => (p.part.case === "toolCall" ? [p.part.value] : []));
+        if (calls.length === 0) return;
+        if (step >= maxSteps) throw new Error(`the model was still calling tools after ${maxSteps} steps (max_steps)`);
+        messages.push(res.message);
+        for (const call of calls) {
+          const tool = config.tools?.find((t) => t.name === call.tool);
+          const result = await callTool(start, sink, call, tool);
+          messages.push(create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: result } }] }));
+        }
+      }
     },
   };
+}
+
+/** One of the model's tool calls, at the tool's declared tier; unknown tools answer an error to the model. */
+async function callTool(start: HarnessStart, sink: EventSink, call: { id: string; tool: string; args?: JsonObject }, tool: ChatTool | undefined): Promise<ToolResult> {
+  if (!tool) {
+    return create(ToolResultSchema, {
+      id: call.id,
+      isError: true,
+      error: `unknown tool ${call.tool}`,
+      content: [{ part: { case: "text", value: { text: `There is no tool named ${call.tool}.` } } }],
+    });
+  }
+  const mediation = tool.mediation === "REQUIRES_APPROVAL" ? Mediation.REQUIRES_APPROVAL : Mediation.CONTROLLER_MEDIATED;
+  const request = create(ToolCallSchema, { id: call.id, tool: call.tool, args: call.args, mediation, idempotencyKey: `${start.executionId}/${call.id}` });
+  return sink.toolCall(request, { approvalTimeoutSeconds: tool.approval_timeout_seconds });
+}
+
+function definitionOf(t: ChatTool): ToolDefinition {
+  return create(ToolDefinitionSchema, { name: t.name, description: t.description ?? "", inputSchema: t.input_schema ?? { type: "object" } });
 }
 
 /** A non-JSON config fails the turn when the harness runs, as in the reference. */
@@ -48,18 +113,44 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
   const c = v as Record<string, unknown>;
   if (c.system_prompt !== undefined && typeof c.system_prompt !== "string") throw new Error("chat config system_prompt must be a string");
   if (c.model !== undefined && typeof c.model !== "string") throw new Error("chat config model must be a string");
-  return { system_prompt: c.system_prompt as string | undefined, model: c.model as string | undefined };
+  if (c.max_steps !== undefined && !(Number.isInteger(c.max_steps) && (c.max_steps as number) >= 1)) throw new Error("chat config max_steps must be a positive integer");
+  if (c.tools !== undefined) {
+    if (!Array.isArray(c.tools)) throw new Error("chat config tools must be a list");
+    for (const t of c.tools as unknown[]) {
+      const tool = t as Record<string, unknown>;
+      if (!tool || typeof tool.name !== "string" || tool.name === "") throw new Error("every chat tool needs a name");
+      if (tool.mediation !== undefined && tool.mediation !== "CONTROLLER_MEDIATED" && tool.mediation !== "REQUIRES_APPROVAL") {
+        throw new Error(`chat tool ${tool.name}: mediation must be CONTROLLER_MEDIATED or REQUIRES_APPROVAL (the chat harness executes no tools itself)`);
+      }
+      if (tool.input_schema !== undefined && (typeof tool.input_schema !== "object" || tool.input_schema === null || Array.isArray(tool.input_schema))) {
+        throw new Error(`chat tool ${tool.name}: input_schema must be a JSON object`);
+      }
+    }
+  }
+  return c as ChatConfig;
 }
 
-/** System prompt, then prior INPUT/OUTPUT messages in journal order, then this turn's inputs once. */
+/** System prompt, then the prior conversation in journal order, then this turn's inputs once. */
 export function conversation(start: HarnessStart, config: ChatConfig): Message[] {
   const out: Message[] = [];
   if (config.system_prompt) out.push(textMessage("system", config.system_prompt));
-  for (const ev of start.history) if (isConversational(ev)) out.push((ev.body as { value: Message }).value);
+  const open = new Set<string>();
+  for (const ev of start.history) {
+    const m = conversational(ev, open);
+    if (m) out.push(m);
+  }
   out.push(...start.inputs);
   return out;
 }
 
-function isConversational(ev: Event): boolean {
-  return (ev.kind === EventKind.EVENT_INPUT || ev.kind === EventKind.EVENT_OUTPUT) && ev.body.case === "message";
+/** INPUT and OUTPUT messages; a TOOL_RESULT only when it answers a tool call the model made. */
+function conversational(ev: Event, openCalls: Set<string>): Message | undefined {
+  if ((ev.kind === EventKind.EVENT_INPUT || ev.kind === EventKind.EVENT_OUTPUT) && ev.body.case === "message") {
+    if (ev.kind === EventKind.EVENT_OUTPUT) for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.add(p.part.value.id);
+    return ev.body.value;
+  }
+  if (ev.kind === EventKind.EVENT_TOOL_RESULT && ev.body.case === "result" && openCalls.delete(ev.body.value.id)) {
+    return create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: ev.body.value } }] });
+  }
+  return undefined;
 }

@@ -6,7 +6,7 @@
 import type { Harness } from "../harness-spi.js";
 import { createChatHarness } from "./chat.js";
 import { echoHarness } from "./echo.js";
-import { holdHarness } from "./testing.js";
+import { holdHarness, toolsHarness } from "./testing.js";
 
 export { echoHarness, echoModel, ECHO_MODEL } from "./echo.js";
 export { createChatHarness } from "./chat.js";
@@ -31,7 +31,10 @@ export interface BuiltinOptions {
 export function builtinHarnesses(o: BuiltinOptions = {}): HarnessResolver {
   const m = new Map<string, Harness>([["echo", echoHarness]]);
   if (o.chat) m.set("chat", createChatHarness({ models: o.chatModels }));
-  if (o.testing) m.set("hold", holdHarness);
+  if (o.testing) {
+    m.set("hold", holdHarness);
+    m.set("tools", toolsHarness);
+  }
   const names = [...m.keys()].sort();
   return { get: (n) => m.get(n), names: () => names };
 }

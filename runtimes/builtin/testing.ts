@@ -1,6 +1,6 @@
 /**
  * Test-only harnesses, served only when the TEST_HARNESSES var is "1" (the fault tests set it;
- * a deployment never does).
+ * a deployment never does): `hold` and `tools`.
  *
  * `hold`: one mediated model call with the last input's text, then, if the execution config names a
  * `hold_url`, a GET of that URL before returning. A test holds that request open to freeze a live
@@ -8,6 +8,7 @@
  * a side channel outside the sink, which is exactly why this harness is not for production.
  */
 import { create } from "@bufbuild/protobuf";
+import { Mediation, ToolCallSchema, ToolResult_Code } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { HarnessDescriptorSchema, Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { textOf, userText } from "../../proto/messages.js";
 import type { Harness } from "../harness-spi.js";
@@ -27,5 +28,47 @@ export const holdHarness: Harness = {
       const res = await fetch(config.hold_url, { signal: start.signal });
       await res.arrayBuffer();
     }
+  },
+};
+
+interface ScriptedCall {
+  id?: string;
+  tool: string;
+  args?: Record<string, unknown>;
+  mediation?: "CONTROLLER_MEDIATED" | "REQUIRES_APPROVAL" | "IN_HARNESS_REPORTED" | "UNSPECIFIED";
+  key?: string;
+  approval_timeout_seconds?: number;
+}
+
+/**
+ * `tools`: makes the tool calls its execution config lists, in order, then outputs one line per
+ * result (`<tool>: ok|error <code> <text>`). With `"swallow": true` it catches every sink error and
+ * carries on (to show that a refused call still fails the turn).
+ */
+export const toolsHarness: Harness = {
+  describe() {
+    return create(HarnessDescriptorSchema, { id: "tools", version: "1", capabilities: { resumability: Resumability.STATELESS_REPLAY } });
+  },
+  async run(start, sink) {
+    const config = JSON.parse(new TextDecoder().decode(start.config) || "{}") as { calls?: ScriptedCall[]; swallow?: boolean };
+    const lines: string[] = [];
+    for (const [i, c] of (config.calls ?? []).entries()) {
+      const call = create(ToolCallSchema, {
+        id: c.id ?? `call-${i}`,
+        tool: c.tool,
+        args: c.args as never,
+        mediation: Mediation[c.mediation ?? "CONTROLLER_MEDIATED"],
+        idempotencyKey: c.key ?? `${start.executionId}/${c.id ?? `call-${i}`}`,
+      });
+      try {
+        const r = await sink.toolCall(call, { approvalTimeoutSeconds: c.approval_timeout_seconds });
+        const text = r.content.map((p) => (p.part.case === "text" ? p.part.value.text : "")).join("");
+        lines.push(`${c.tool}: ${r.isError ? "error" : "ok"} ${ToolResult_Code[r.code]} ${text}`.trim());
+      } catch (e) {
+        if (!config.swallow) throw e;
+        lines.push(`${c.tool}: refused`);
+      }
+    }
+    await sink.output(lines.join("\n"));
   },
 };

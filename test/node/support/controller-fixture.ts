@@ -3,14 +3,15 @@
  * TurnLog, a model invoker with scripted answers that counts calls, and small harnesses.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { EventSchema, EventKind, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventSchema, EventKind, Mediation, ToolCallSchema, ToolResultSchema, type Event, type ToolCall, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import type { ToolExecutor, ToolRequest } from "../../../objects/controller/tools.js";
 import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { assistantText, textOf, userText } from "../../../proto/messages.js";
 import type { Harness, ModelRequest, ModelResponse } from "../../../runtimes/harness-spi.js";
 import { ModelProviderError } from "../../../objects/controller/errors.js";
 import type { LoggedEvent } from "../../../objects/controller/execution-log.js";
 import type { DescribeHarness } from "../../../objects/controller/identity.js";
-import { runLiveTurn, type TurnOutcome } from "../../../objects/controller/live-turn.js";
+import { runLiveTurn, type TurnDeps, type TurnOutcome } from "../../../objects/controller/live-turn.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
@@ -98,7 +99,7 @@ export async function liveTurn(
   harness: Harness,
   models: ModelInvoker,
   inputs: string[],
-  o: { name?: string; executionId?: string; config?: Uint8Array; cursor?: bigint } = {},
+  o: { name?: string; executionId?: string; config?: Uint8Array; cursor?: bigint; tools?: TurnDeps["tools"] } = {},
 ): Promise<TurnOutcome> {
   return runLiveTurn(
     {
@@ -112,7 +113,7 @@ export async function liveTurn(
       resumeFromSeq: o.cursor ?? 0n,
       signal: new AbortController().signal,
     },
-    { log: fx.log, models, observe: () => undefined },
+    { log: fx.log, models, observe: () => undefined, tools: o.tools },
   );
 }
 
@@ -121,3 +122,50 @@ export function outputTexts(events: LoggedEvent[]): string[] {
 }
 
 export type { Event };
+
+/** An in-process tool executor that dedups by (session, key) like a real one must, and counts. */
+export function fakeExecutor(behave: (call: ToolCall, attempt: number) => ToolResult | Error = (c) => create(ToolResultSchema, { id: "executor-chosen", output: { echoed: c.args ?? null } })) {
+  const effects = new Map<string, ToolResult>();
+  const calls: ToolRequest[] = [];
+  const executor: ToolExecutor = {
+    async execute(req) {
+      calls.push(req);
+      const key = `${req.sessionUid}/${req.call.idempotencyKey}`;
+      const done = effects.get(key);
+      if (done) return done;
+      const out = behave(req.call, calls.length);
+      if (out instanceof Error) throw out;
+      effects.set(key, out);
+      return out;
+    },
+  };
+  return { executor, calls, effects };
+}
+
+export function toolDeps(executor: ToolExecutor | undefined, extra: Partial<NonNullable<TurnDeps["tools"]>> = {}): NonNullable<TurnDeps["tools"]> {
+  return { sessionUid: "sess-000000000000000000000001", tools: executor, approvalsAllowed: true, now: () => 1_700_000_000_000, knownCallIds: new Set(), ...extra };
+}
+
+export function toolCall(init: Partial<Pick<ToolCall, "id" | "tool" | "args" | "mediation" | "idempotencyKey">>): ToolCall {
+  return create(ToolCallSchema, { id: "c1", tool: "t", mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: "k1", ...init });
+}
+
+/** Makes the given tool calls in order, then outputs what came back (or swallows errors when asked). */
+export function toolHarness(calls: ToolCall[], o: { swallow?: boolean; id?: string } = {}): Harness {
+  return {
+    describe: () => descriptor(o.id ?? "h"),
+    async run(_s, sink) {
+      const out: string[] = [];
+      for (const c of calls) {
+        try {
+          const r = await sink.toolCall(c);
+          out.push(`${c.tool}:${r.isError ? "error" : "ok"}:${r.code}`);
+        } catch (e) {
+          if (!o.swallow) throw e;
+          out.push(`${c.tool}:refused`);
+        }
+      }
+      await sink.output(out.join(","));
+    },
+  };
+}

@@ -15,6 +15,7 @@ import type { DirectoryRow } from "../../../objects/directory/directory-store.js
 import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
 import { SessionHost, type ExecStart } from "../../../objects/session/session-host.js";
+import type { ToolExecutor } from "../../../objects/controller/tools.js";
 import { createTestDb, eraseTestDb } from "./sqljs-db.js";
 
 export function descriptor(id: string, resumability = Resumability.STATELESS_REPLAY) {
@@ -39,10 +40,17 @@ export function gatedHarness() {
   return { harness, release, started };
 }
 
-export function setup(extra: Record<string, Harness> = {}, models?: (sessionModel: string) => ModelInvoker) {
+export interface SetupOptions {
+  tools?: ToolExecutor;
+  approvalTimeoutSeconds?: number;
+}
+
+export function setup(extra: Record<string, Harness> = {}, models?: (sessionModel: string) => ModelInvoker, o: SetupOptions = {}) {
   const db = createTestDb();
   const reports: DirectoryRow[] = [];
   let clock = 1_700_000_000_000;
+  /** The object's single alarm slot, as the session last set it. */
+  const alarm: { at: number | null; sets: number } = { at: null, sets: 0 };
   const harnesses = { echo: echoHarness, ...extra };
   const host = new SessionHost({
     db,
@@ -53,9 +61,15 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     },
     harnesses: { get: (n) => harnesses[n as keyof typeof harnesses], names: () => Object.keys(harnesses) },
     erase: async () => eraseTestDb(db),
+    tools: o.tools,
+    approvalTimeoutSeconds: o.approvalTimeoutSeconds,
+    setAlarm: async (at) => {
+      alarm.at = at;
+      alarm.sets++;
+    },
   });
   const tick = (ms: number) => (clock += ms);
-  return { db, host, reports, tick, now: () => clock };
+  return { db, host, reports, tick, now: () => clock, alarm };
 }
 
 export async function createSession(host: SessionHost, harness = "echo") {
