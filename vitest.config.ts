@@ -10,7 +10,13 @@ export default defineConfig({
     onConsoleLog: (log) => !log.includes('"msg":"rpc"'),
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            // The test-only harnesses (runtimes/builtin/testing.ts) are served in the pool.
+            miniflare: { bindings: { TEST_HARNESSES: "1" } },
+          }),
+        ],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
       },
       {

@@ -119,4 +119,26 @@ describe("SessionObject in workerd", () => {
     expect(tomb?.seq).toBe(5);
     expect(tomb?.deletedMs).toBeGreaterThan(0);
   });
+
+  it("alarm: an expired approval is denied once and its turn completed once, however often the alarm runs", async () => {
+    const uid = mintSessionUid();
+    const stub = stubFor(uid);
+    await stub.create("default", uid, toBinary(SessionSchema, create(SessionSchema, { harness: "tools" })));
+    const config = new TextEncoder().encode(JSON.stringify({ calls: [{ id: "g1", tool: "pay", mediation: "REQUIRES_APPROVAL", approval_timeout_seconds: 1 }] }));
+    const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [], config })));
+    if (!start.ok) throw new Error(start.message);
+    await readAll(start.frames);
+    const kinds = () =>
+      runInDurableObject(stub, (_o: SessionObject, state) =>
+        state.storage.sql.exec<{ event: ArrayBuffer }>("SELECT event FROM events ORDER BY seq").toArray().map((r) => fromBinary(EventSchema, new Uint8Array(r.event)).kind),
+      );
+    expect(await kinds()).toEqual([12, 4, 6, 9]);
+    expect(await runInDurableObject(stub, (_o: SessionObject, state) => state.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(stub, (o: SessionObject) => o.alarm()); // too early: nothing happens
+    expect(await kinds()).toHaveLength(4);
+    await new Promise((ok) => setTimeout(ok, 1100));
+    await runInDurableObject(stub, (o: SessionObject) => o.alarm());
+    await runInDurableObject(stub, (o: SessionObject) => o.alarm()); // at-least-once delivery: a second firing
+    expect(await kinds()).toEqual([12, 4, 6, 9, 7, 5, 3, 10]);
+  });
 });
