@@ -8,6 +8,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { DEFAULT_SERVER, describeError } from "../sdk/client.js";
 import { parseArgs, UsageError } from "./args.js";
 import { createCommandContext, GLOBAL_FLAGS, GLOBAL_HELP, type Command, type Writer } from "./command.js";
+import { approveCommand, denyCommand } from "./commands/approve.js";
 import { cancelCommand } from "./commands/cancel.js";
 import { createCommand } from "./commands/create.js";
 import { deleteCommand } from "./commands/delete.js";
@@ -31,6 +32,8 @@ export const COMMANDS: readonly Command[] = [
   forkCommand,
   suspendCommand,
   resumeCommand,
+  approveCommand,
+  denyCommand,
   deleteCommand,
   replayCommand,
   verifyCommand,

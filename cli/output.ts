@@ -2,10 +2,10 @@
  * How agentctl prints records and sessions for a person (BEHAVIOUR.md §7.4): records as
  * `seq=N  KIND  role: text`, or `seq=N  KIND  detail` for events without a message; sessions with
  * their states stripped of enum prefixes. `--json` output does not go through here.
- * Used by the exec, replay, get and list commands; tested in test/node/cli/cli.test.ts.
+ * Used by the exec, replay, get, list, resume and approve/deny commands; tested in test/node/cli/.
  */
 import type { Event, LogRecord, Message } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { Lifecycle_Kind } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { Lifecycle_Kind, ToolResult_Code } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { eventKindName, textOf } from "../proto/messages.js";
 
@@ -39,8 +39,11 @@ export function eventDetail(ev: Event): string {
       return `code=${b.value.code} ${b.value.description}`.trimEnd();
     case "tool":
       return `${b.value.tool} id=${b.value.id}`;
-    case "result":
-      return `id=${b.value.id}${b.value.isError ? " error" : ""}`;
+    case "result": {
+      // The code tells an approval receipt (APPROVAL_DENIED) from an executor failure; the content is not shown.
+      const code = b.value.code === ToolResult_Code.CODE_UNSPECIFIED ? "" : ` code=${ToolResult_Code[b.value.code] ?? b.value.code}`;
+      return `id=${b.value.id}${b.value.isError ? " error" : ""}${code}`;
+    }
     case "approval":
       return `tool_call_id=${b.value.toolCallId}`;
     case "approvalResult":
@@ -96,5 +99,23 @@ export function formatSessionSummary(s: Session): string {
     ["compute_state", computeStateName(s.computeState)],
   ];
   if (s.parentUid) rows.push(["parent_uid", s.parentUid], ["fork_seq", String(s.forkSeq)]);
-  return rows.map(([k, v]) => `${k.padEnd(14)} ${v}`.trimEnd()).join("\n") + "\n";
+  const p = s.pendingApproval;
+  if (p) rows.push(["pending_approval", `execution=${p.executionId} tool_call=${p.toolCallId} request_seq=${p.requestSeq}`]);
+  // Values start in column 16; a longer key (pending_approval) keeps a two-space gap instead.
+  return rows.map(([k, v]) => `${k.padEnd(13)}  ${v}`.trimEnd()).join("\n") + "\n";
+}
+
+/** What `resume` (and `approve`/`deny` after their Resume) print: `session <uid> resume compute=… last_seq=N`. */
+export function formatResumeLine(s: Session, uid: string): string {
+  return `session ${s.metadata?.uid || uid} resume compute=${computeStateName(s.computeState)} last_seq=${s.lastSeq}`;
+}
+
+/**
+ * The line `exec` prints for a final session frame that parks the turn (§4.5 item 11), naming the
+ * command that decides it; "" when the frame has no pending approval.
+ */
+export function formatParkedLine(s: Session): string {
+  const p = s.pendingApproval;
+  if (!p) return "";
+  return `parked: awaiting approval of tool_call=${p.toolCallId} request_seq=${p.requestSeq} (agentctl approve ${s.metadata?.uid ?? ""})`;
 }

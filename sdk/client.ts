@@ -10,7 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { Sessions, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 
@@ -73,6 +73,23 @@ export interface CancelOptions {
   /** Cancel only if this execution is the one running (or interrupted); unset = whichever is. */
   executionId?: string;
   reason?: CancelReason;
+}
+
+/**
+ * One decision on a parked tool call (BEHAVIOUR.md §4.11). The tuple names the APPROVAL_REQUEST, as
+ * the session's `pending_approval` shows it; a stale or foreign tuple is FAILED_PRECONDITION.
+ */
+export interface ApproveOptions {
+  executionId: string;
+  toolCallId: string;
+  /** The seq of the APPROVAL_REQUEST record (> 0). */
+  requestSeq: bigint;
+  /** Required: true approves, false denies (the server never reads an absent decision as a denial). */
+  approved: boolean;
+  /** Journaled on the decision; an exact retry must repeat it. */
+  reason?: string;
+  /** Who decided (provenance only); an exact retry must repeat it. Unset equals all-empty. */
+  identity?: { principal?: string; issuer?: string; subject?: string };
 }
 
 export interface VerifyOptions {
@@ -152,6 +169,25 @@ export class SessionsClient {
    */
   resume(uid: string): Promise<Session> {
     return this.raw.resume({ session: uid });
+  }
+
+  /**
+   * Approve (§4.11): commits only the decision (an APPROVAL_RESULT record) on a parked tool call.
+   * The session stays AWAITING until a Resume, or an inputless `exec`, runs the call (approved) or
+   * journals an APPROVAL_DENIED receipt (denied) and finishes the turn. An exact retry returns the
+   * original decision record without writing; a retry that changes the decision or reason is
+   * FAILED_PRECONDITION.
+   */
+  approve(uid: string, o: ApproveOptions): Promise<ApproveResponse> {
+    return this.raw.approve({
+      session: uid,
+      executionId: o.executionId,
+      toolCallId: o.toolCallId,
+      requestSeq: o.requestSeq,
+      approved: o.approved,
+      reason: o.reason ?? "",
+      identity: o.identity,
+    });
   }
 
   /**

@@ -9,6 +9,7 @@ export {
   describeError,
   codeName,
   DEFAULT_SERVER,
+  type ApproveOptions,
   type ClientOptions,
   type CancelOptions,
   type CancelReason,

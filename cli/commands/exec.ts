@@ -6,14 +6,15 @@
  * every ExecUpdate is one proto3-JSON line on stdout.
  *
  * With --session and no --input this is the contract's inputless Exec (§4.5 item 10): it recovers
- * the session's latest turn if it never ended, or else runs a turn with no inputs.
+ * the session's latest turn if it never ended, or else runs a turn with no inputs. A turn that
+ * parks on a tool call awaiting approval ends OK with a `parked: …` line naming `agentctl approve`.
  */
 import { readFile } from "node:fs/promises";
 import { create, toJson } from "@bufbuild/protobuf";
 import { ExecUpdateSchema, type ExecUpdate } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { noPositionals, seqFlag, UsageError } from "../args.js";
 import { writeJsonLine, type Command, type CommandContext } from "../command.js";
-import { formatRecord } from "../output.js";
+import { formatParkedLine, formatRecord } from "../output.js";
 
 export const execCommand: Command = {
   name: "exec",
@@ -53,7 +54,12 @@ export const execCommand: Command = {
         onSession: (s) => {
           if (ctx.json) return emit({ case: "session", value: s });
           // Later session frames (a park or a recovery) restate the same uid; one line is enough.
+          // A park's final frame carries the pending approval: say what to run next.
           if (!announced) ctx.out.write(`session ${s.metadata?.uid ?? ""}\n`);
+          else if (s.pendingApproval) {
+            deltas.endLine();
+            ctx.out.write(formatParkedLine(s) + "\n");
+          }
           announced = true;
         },
         onRecord: (r) => {

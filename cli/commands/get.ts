@@ -1,6 +1,6 @@
 /**
- * `agentctl get`: GetSession (BEHAVIOUR.md §4.2). Prints a short summary, or the Session as
- * proto3-JSON with --json.
+ * `agentctl get`: GetSession (BEHAVIOUR.md §4.2). Prints a short summary (with a pending_approval
+ * row while a parked tool call awaits a decision), or the Session as proto3-JSON with --json.
  */
 import { toJson } from "@bufbuild/protobuf";
 import { SessionSchema } from "../../proto/gen/agentsessions/v1/session_pb.js";

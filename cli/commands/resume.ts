@@ -9,7 +9,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { SessionSchema } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { sessionArg } from "../args.js";
 import { writeJsonLine, type Command } from "../command.js";
-import { computeStateName } from "../output.js";
+import { formatResumeLine } from "../output.js";
 
 export const resumeCommand: Command = {
   name: "resume",
@@ -22,7 +22,7 @@ export const resumeCommand: Command = {
     const uid = sessionArg(args);
     const s = await ctx.client().resume(uid);
     if (ctx.json) writeJsonLine(ctx, toJson(SessionSchema, s));
-    else ctx.out.write(`session ${s.metadata?.uid || uid} resume compute=${computeStateName(s.computeState)} last_seq=${s.lastSeq}\n`);
+    else ctx.out.write(formatResumeLine(s, uid) + "\n");
     return 0;
   },
 };

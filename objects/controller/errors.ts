@@ -101,7 +101,7 @@ export class ToolCallRefusedError extends Error {
 /** No tool executor is configured: the intent is recorded and the call fails closed. */
 export class MissingToolExecutorError extends Error {
   constructor() {
-    super("no tool executor configured on this host (set TOOL_EXECUTOR_URL); the intent was recorded and nothing ran");
+    super("no tool executor configured on this host (set TOOL_EXECUTOR_URL): the call was not run");
     this.name = "MissingToolExecutorError";
   }
 }

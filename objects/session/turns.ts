@@ -7,7 +7,8 @@ import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecState, ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
-import { TurnInterruptedError } from "../controller/errors.js";
+import { Code } from "@connectrpc/connect";
+import { MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
 import { runLiveTurn } from "../controller/live-turn.js";
 import { resumeLatest, type ResumeOutcome } from "../controller/resume.js";
@@ -196,9 +197,24 @@ async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<F
   return undefined;
 }
 
+/**
+ * An approved gate waiting for its receipt cannot complete without an executor: refuse up front,
+ * writing nothing (no fence, no ERROR), and keep the decision for when one is configured.
+ */
+function executorMissingForGate(s: SessionState, events: ReturnType<SessionState["loggedEvents"]>): boolean {
+  if (s.d.tools || s.meta.load()!.execState !== ExecState.EXEC_AWAITING) return false;
+  const parsed = parseExecutions(events);
+  const latest = parsed.ok ? latestExecution(parsed) : undefined;
+  const last = latest?.effects[latest.effects.length - 1];
+  return last?.event.body.case === "approvalResult" && last.event.body.value.approved;
+}
+
 /** Re-drives the latest execution if it never ended (controller Resume). */
 function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, observe: RecordObserver, out?: FrameSink): Promise<ResumeOutcome> {
   const events = s.loggedEvents();
+  if (executorMissingForGate(s, events)) {
+    return Promise.resolve({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true } });
+  }
   const parsed = parseExecutions(events);
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
   return resumeLatest(events, {

@@ -130,6 +130,21 @@ describe("Approve", () => {
   });
 });
 
+describe("approval without an executor", () => {
+  it("approve: recovery of an approved gate without an executor is refused, writes nothing and keeps the decision", async () => {
+    const fx = setup({ tools: toolsHarness });
+    await createSession(fx.host, "tools");
+    await drain(fx.host.exec(execReq({ inputs: [], config: config([gatedCall()]) })));
+    expect(decision(fx.host, true).ok).toBe(true);
+    const before = journalKinds(fx.host);
+    for (let i = 0; i < 2; i++) expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "missing_executor" });
+    const frames = await drain(fx.host.exec(execReq({})));
+    expect(frames.failure).toMatchObject({ reason: "missing_executor" });
+    expect(journalKinds(fx.host)).toEqual(before);
+    expect(session(fx.host)).toMatchObject({ execState: ExecState.EXEC_AWAITING, computeState: ComputeState.COMPUTE_COLD });
+  });
+});
+
 describe("approval deadlines", () => {
   it("deadline: the alarm denies as the system, completes the turn once, and a second firing changes nothing", async () => {
     const { host, alarm, tick, ex } = await parked({ timeout: 60 });
