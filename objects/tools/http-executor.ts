@@ -56,17 +56,36 @@ export function createHttpExecutor(cfg: HttpExecutorConfig): ToolExecutor {
         const why = timeout.aborted ? `did not answer within ${timeoutMs} ms` : "is unreachable";
         throw new ToolExecutionError(`tool executor at ${new URL(cfg.url).host} ${why}`, { cause: e });
       }
-      const text = await res.text().catch(() => "");
-      if (!res.ok) throw new ToolExecutionError(`tool executor answered HTTP ${res.status} for ${req.call.tool}`);
-      let answer: ExecutorAnswer;
+      let text: string | undefined;
+      let readFailure: unknown;
       try {
-        answer = text === "" ? {} : (JSON.parse(text) as ExecutorAnswer);
+        text = await res.text();
+      } catch (e) {
+        readFailure = e;
+      }
+      if (!res.ok) throw new ToolExecutionError(`tool executor answered HTTP ${res.status} for ${req.call.tool}`);
+      // A 2xx whose body was cut off (timeout, dropped connection) is no answer, not an empty receipt.
+      if (text === undefined) {
+        if (signal.aborted) throw signal.reason;
+        const why = timeout.aborted ? `did not finish its answer within ${timeoutMs} ms` : "broke off its answer";
+        throw new ToolExecutionError(`tool executor at ${new URL(cfg.url).host} ${why}`, { cause: readFailure });
+      }
+      let answer: unknown;
+      try {
+        answer = text === "" ? {} : JSON.parse(text);
       } catch {
         throw new ToolExecutionError(`tool executor answered ${req.call.tool} with a body that is not JSON`);
       }
+      if (!isAnswer(answer)) throw new ToolExecutionError(`tool executor answered ${req.call.tool} with JSON that is not a {output, content, is_error, error} object`);
       return receiptOf(req, answer);
     },
   };
+}
+
+function isAnswer(v: unknown): v is ExecutorAnswer {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return false;
+  const c = (v as ExecutorAnswer).content;
+  return c === undefined || c === null || typeof c === "string" || (Array.isArray(c) && c.every((p) => !!p && typeof p === "object"));
 }
 
 function receiptOf(req: ToolRequest, a: ExecutorAnswer): ToolResult {

@@ -93,7 +93,20 @@ async function callTool(start: HarnessStart, sink: EventSink, call: { id: string
   }
   const mediation = tool.mediation === "REQUIRES_APPROVAL" ? Mediation.REQUIRES_APPROVAL : Mediation.CONTROLLER_MEDIATED;
   const request = create(ToolCallSchema, { id: call.id, tool: call.tool, args: call.args, mediation, idempotencyKey: `${start.executionId}/${call.id}` });
-  return sink.toolCall(request, { approvalTimeoutSeconds: tool.approval_timeout_seconds });
+  try {
+    return await sink.toolCall(request, { approvalTimeoutSeconds: tool.approval_timeout_seconds });
+  } catch {
+    // The model hears about a failed call and may recover. The text is fixed, not the error's
+    // message: a replay hands the harness the same failure without its live wording, and the next
+    // model request must be identical (I0). Conditions that stop the turn (a park, a refused call,
+    // a cancel) are latched by the host: the next sink call fails with them anyway.
+    return create(ToolResultSchema, {
+      id: call.id,
+      isError: true,
+      error: "the tool call failed",
+      content: [{ part: { case: "text", value: { text: `The tool ${call.tool} failed; it may not have run.` } } }],
+    });
+  }
 }
 
 function definitionOf(t: ChatTool): ToolDefinition {
@@ -125,6 +138,10 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
       if (tool.input_schema !== undefined && (typeof tool.input_schema !== "object" || tool.input_schema === null || Array.isArray(tool.input_schema))) {
         throw new Error(`chat tool ${tool.name}: input_schema must be a JSON object`);
       }
+      if (tool.description !== undefined && typeof tool.description !== "string") throw new Error(`chat tool ${tool.name}: description must be a string`);
+      // Otherwise "abc" or -5 would silently mean "no deadline" on an approval gate.
+      const secs = tool.approval_timeout_seconds;
+      if (secs !== undefined && !(typeof secs === "number" && Number.isFinite(secs) && secs >= 0)) throw new Error(`chat tool ${tool.name}: approval_timeout_seconds must be a number of seconds`);
     }
   }
   return c as ChatConfig;
@@ -134,23 +151,41 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
 export function conversation(start: HarnessStart, config: ChatConfig): Message[] {
   const out: Message[] = [];
   if (config.system_prompt) out.push(textMessage("system", config.system_prompt));
-  const open = new Set<string>();
-  for (const ev of start.history) {
-    const m = conversational(ev, open);
-    if (m) out.push(m);
-  }
+  const open = new Map<string, string>();
+  for (const ev of start.history) out.push(...conversational(ev, open));
+  out.push(...unanswered(open));
   out.push(...start.inputs);
   return out;
 }
 
 /** INPUT and OUTPUT messages; a TOOL_RESULT only when it answers a tool call the model made. */
-function conversational(ev: Event, openCalls: Set<string>): Message | undefined {
+function conversational(ev: Event, openCalls: Map<string, string>): Message[] {
   if ((ev.kind === EventKind.EVENT_INPUT || ev.kind === EventKind.EVENT_OUTPUT) && ev.body.case === "message") {
-    if (ev.kind === EventKind.EVENT_OUTPUT) for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.add(p.part.value.id);
-    return ev.body.value;
+    const out = unanswered(openCalls);
+    if (ev.kind === EventKind.EVENT_OUTPUT) for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.set(p.part.value.id, p.part.value.tool);
+    out.push(ev.body.value);
+    return out;
   }
   if (ev.kind === EventKind.EVENT_TOOL_RESULT && ev.body.case === "result" && openCalls.delete(ev.body.value.id)) {
-    return create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: ev.body.value } }] });
+    return [toolMessage(ev.body.value)];
   }
-  return undefined;
+  return [];
+}
+
+/**
+ * Error results for the open calls that no TOOL_RESULT answered before the next message: an unknown
+ * tool (answered in the turn but never journaled), or a turn that failed or hit max_steps.
+ * OpenAI-compatible providers refuse an assistant tool call that no tool message answers, so
+ * without these every later turn of the session would fail.
+ */
+function unanswered(openCalls: Map<string, string>): Message[] {
+  const out = [...openCalls].map(([id, tool]) =>
+    toolMessage(create(ToolResultSchema, { id, isError: true, error: `no result was recorded for this call of ${tool}`, content: [{ part: { case: "text", value: { text: `The call of ${tool} has no result.` } } }] })),
+  );
+  openCalls.clear();
+  return out;
+}
+
+function toolMessage(result: ToolResult): Message {
+  return create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: result } }] });
 }
