@@ -4,11 +4,15 @@
 import type { BenchObject } from "./bench-object.js";
 import type { ConfigEnv } from "./config.js";
 import type { Directory } from "./directory.js";
+import type { HarnessTunnel } from "./harness-tunnel.js";
 import type { SessionObject } from "./session-object.js";
 
 export interface Env extends ConfigEnv {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<Directory>;
+  HARNESS_TUNNELS: DurableObjectNamespace<HarnessTunnel>;
+  /** Secret: the token harness processes present on the tunnel (unset: no token needed, local only). */
+  HARNESS_TOKEN?: string;
   /** Used only by the benchmark routes (bench/). */
   BENCH_OBJECT: DurableObjectNamespace<BenchObject>;
   /** "1" exposes the benchmark routes (bench/); never set in a deployment. */
@@ -22,4 +26,9 @@ export function sessionStub(env: Env, tenant: string, uid: string): DurableObjec
 
 export function directoryStub(env: Env, tenant: string): DurableObjectStub<Directory> {
   return env.DIRECTORY.get(env.DIRECTORY.idFromName(tenant));
+}
+
+/** Tunnels are named `<tenant>/<harness name>`: a harness serves one tenant only. */
+export function tunnelStub(env: Env, tenant: string, name: string): DurableObjectStub<HarnessTunnel> {
+  return env.HARNESS_TUNNELS.get(env.HARNESS_TUNNELS.idFromName(`${tenant}/${name}`));
 }

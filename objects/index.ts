@@ -4,7 +4,8 @@
 export { SessionObject } from "./session-object.js";
 export { Directory } from "./directory.js";
 export { BenchObject } from "./bench-object.js";
-export { sessionStub, directoryStub, type Env } from "./env.js";
+export { HarnessTunnel, TUNNEL_SUBPROTOCOL } from "./harness-tunnel.js";
+export { sessionStub, directoryStub, tunnelStub, type Env } from "./env.js";
 export { FrameDecoder, type Frame } from "./session/frames.js";
 export type { Failure, FailureReason, Outcome } from "./session/outcomes.js";
 export type { StoredRecord } from "./journal/journal.js";

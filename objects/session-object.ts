@@ -10,6 +10,8 @@ import { DurableObject } from "cloudflare:workers";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ExecRequestSchema, SessionSchema, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { resolveTunnelHarness } from "./tunnel/tunnel-channel.js";
 import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { hostConfig } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
@@ -44,6 +46,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       tools: config.executor && createHttpExecutor(config.executor),
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
+      remote: (name, session, inbox) => resolveTunnelHarness(env, name, session, inbox),
       setAlarm: async (atMs) => {
         if (atMs === null) await ctx.storage.deleteAlarm();
         else await ctx.storage.setAlarm(atMs);
@@ -59,8 +62,13 @@ export class SessionObject extends DurableObject<Env> {
     return sessionBytes(this._host.get());
   }
 
-  exec(request: Uint8Array): ExecStart {
+  exec(request: Uint8Array): Promise<ExecStart> {
     return this._host.exec(fromBinary(ExecRequestSchema, request));
+  }
+
+  /** An event of a tunnel stream (its bytes), or its end (null, with why); false when nothing reads it. */
+  deliver(stream: string, event: Uint8Array | null, closed: string): boolean {
+    return this._host.deliver(stream, event ? { event: fromBinary(EventSchema, event) } : { closed: closed || "closed the stream" });
   }
 
   async resume(): Promise<Outcome<Uint8Array>> {
@@ -112,7 +120,7 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.audit(replay, anchor);
   }
 
-  forkSource(atSeq: bigint): Outcome<ForkSource> {
+  forkSource(atSeq: bigint): Promise<Outcome<ForkSource>> {
     return this._host.forkSource(atSeq);
   }
 

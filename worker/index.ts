@@ -9,8 +9,9 @@ import { callerKey } from "./context.js";
 import { createRpcHandlers, serveRpc, type RpcHandlers } from "./router.js";
 import { serveBench } from "./bench.js";
 import { serveUi } from "./ui.js";
+import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
 
-export { SessionObject, Directory, BenchObject } from "../objects/index.js";
+export { SessionObject, Directory, BenchObject, HarnessTunnel } from "../objects/index.js";
 
 let handlers: RpcHandlers | undefined;
 
@@ -25,6 +26,7 @@ export default {
       return serveRpc(handler, req, values);
     }
     if (url.pathname === "/healthz") return new Response("ok\n");
+    if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env);
     if (url.pathname.startsWith("/_bench/") && env.BENCH === "1") return serveBench(req, env);
     const ui = serveUi(url.pathname);
     if (ui) return ui;

@@ -18,7 +18,8 @@ import {
 import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.js";
 import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig } from "../objects/config.js";
-import { directoryStub, FrameDecoder, sessionStub, type Env } from "../objects/index.js";
+import { directoryStub, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
+import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
 import { callerOf, noteSession } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
 import { forkSession, MAX_FORK_CHILDREN } from "./fork.js";
@@ -184,7 +185,9 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
 async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
   const s = req.session ?? create(SessionSchema);
   const harness = s.harness || DEFAULT_HARNESS;
-  if (!harnesses.get(harness)) throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);
+  if (!harnesses.get(harness) && !(await tunnelServes(env, callerOf(ctx).tenant, harness))) {
+    throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);
+  }
   const statics = create(SessionSchema, {
     metadata: { project: s.metadata?.project || DEFAULT_PROJECT, name: s.metadata?.name ?? "" },
     harness,
@@ -206,6 +209,13 @@ export function requireUid(value: string, field: string): SessionUid {
   const uid = parseSessionUid(value);
   if (!uid) throw new ConnectError("session not found: session uids look like sess- followed by 24 hex digits", Code.NotFound);
   return uid;
+}
+
+/** A name a harness has connected under (now or before) is served over the tunnel. */
+async function tunnelServes(env: Env, tenant: string, name: string): Promise<boolean> {
+  if (!HARNESS_NAME_RE.test(name)) return false;
+  const s = await tunnelStub(env, tenant, name).status();
+  return s.known || s.connected > 0;
 }
 
 function isEmptyIdentity(i: Session["identity"]): boolean {

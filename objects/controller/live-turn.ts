@@ -83,9 +83,19 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       return history;
     },
   };
-  const error = (await runHarness(() => plan.harness.run(start, sink), plan.signal)) ?? sink.latched;
+  const error = preferPark(await runHarness(() => plan.harness.run(start, sink), plan.signal), sink.latched);
   sink.seal();
   return concludeTurn(writer, plan.executionId, plan.signal, error);
+}
+
+/**
+ * The error a turn concludes with: a latched park wins (a harness that fumbles the park handoff
+ * must not turn a committed request into a failure: #119), then the harness's own error, then
+ * whatever the sink latched (a refusal the harness swallowed).
+ */
+export function preferPark(harnessError: unknown, latched: Error | undefined): unknown {
+  if (latched instanceof ApprovalParkedError) return latched;
+  return harnessError ?? latched;
 }
 
 /**

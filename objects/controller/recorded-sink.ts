@@ -32,7 +32,7 @@ import {
   ToolExecutionError,
 } from "./errors.js";
 import { toolCallIdentity, toolCallRefusal } from "./tool-args.js";
-import { reportRefusal } from "./tool-steps.js";
+import { noteDecision, reportRefusal } from "./tool-steps.js";
 import type { LoggedEvent } from "./execution-log.js";
 import { wireModelCall, type LiveSink } from "./live-sink.js";
 
@@ -174,6 +174,7 @@ export class RecordedSink implements EventSink {
       throw this._diverge(receipt.seq, `the receipt at seq ${receipt.seq} does not match approval request ${req.seq} and its decision`);
     }
     this._at++;
+    noteDecision(r!, { toolCallId: call.id, approved: d.approved, reason: d.reason, requestSeq: req.seq });
     return r!;
   }
 

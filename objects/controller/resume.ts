@@ -13,7 +13,7 @@ import { EventKind, Lifecycle_Kind } from "../../proto/gen/agentsessions/v1/comm
 import { HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
 import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
-import { concludeTurn, runHarness, type TurnOutcome } from "./live-turn.js";
+import { concludeTurn, preferPark, runHarness, type TurnOutcome } from "./live-turn.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
@@ -88,9 +88,9 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
     resumeFromSeq: ex.start.resumeFromSeq,
     signal: o.signal,
   };
-  let error = await runHarness(() => served.harness.run(start, sink), o.signal);
+  let error = preferPark(await runHarness(() => served.harness.run(start, sink), o.signal), sink.latched);
   sink.seal();
-  error ??= sink.latched ?? sink.leftover();
+  error ??= sink.leftover();
   return { kind: "redriven", outcome: concludeTurn(writer, ex.id, o.signal, error) };
 }
 

@@ -6,6 +6,8 @@
 import { create } from "@bufbuild/protobuf";
 import {
   ApprovalRequestSchema,
+  ApprovalResultSchema,
+  type ApprovalResult,
   EventKind,
   EventSchema,
   Mediation,
@@ -24,6 +26,20 @@ import {
 import { toolCallRefusal } from "./tool-args.js";
 import type { ToolExecutor } from "./tools.js";
 import type { TurnWriter } from "./turn-writer.js";
+
+/**
+ * The decision behind each gate receipt handed to a harness. The wire sends it (an `approval`
+ * frame) just before the receipt; in process the harness can ask for it. Never journaled.
+ */
+const receiptDecisions = new WeakMap<ToolResult, ApprovalResult>();
+
+export function decisionOf(receipt: ToolResult): ApprovalResult | undefined {
+  return receiptDecisions.get(receipt);
+}
+
+export function noteDecision(receipt: ToolResult, d: { toolCallId: string; approved: boolean; reason: string; requestSeq: bigint }): void {
+  receiptDecisions.set(receipt, create(ApprovalResultSchema, d));
+}
 
 /** A parked gate: the tuple Approve names, and when (if ever) it fails closed by itself. */
 export interface ParkedGate {
@@ -138,6 +154,7 @@ export async function completeGate(
   }
   if (ctx.signal.aborted) throw ctx.signal.reason;
   ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
+  noteDecision(receipt, { toolCallId: call.id, approved: decision.approved, reason: decision.reason, requestSeq });
   return receipt;
 }
 

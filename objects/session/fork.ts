@@ -29,12 +29,12 @@ export interface ForkSource {
   states: States;
 }
 
-export function forkSource(s: SessionState, atSeq: bigint): Outcome<ForkSource> {
+export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcome<ForkSource>> {
   if (!s.exists()) return notFound();
   const head = s.journal.head().seq;
   const at = atSeq <= 0n ? head : atSeq;
   if (at > head) return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
-  const harness = s.harnesses.get(s.meta.load()!.statics.harness);
+  const harness = await s.harness(s.meta.load()!.statics.harness);
   if (!harness) return failure("harness_mismatch", `the session's harness "${s.meta.load()!.statics.harness}" is not served here, so its children could not run`);
   // Inherited gates cannot be approved in the child: it starts with no pending approval.
   const states = { ...projectRecords(INITIAL_STATES, s.events(1n, at)), pending: undefined };

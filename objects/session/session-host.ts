@@ -20,6 +20,7 @@ import type { States } from "./projection.js";
 import { migrateSession } from "./schema.js";
 import { SessionState, type SessionHostDeps } from "./session-state.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
+import type { Delivery } from "../../runtimes/tunnel/inbox.js";
 
 export type { AuditReport, Decision, ExecStart, ForkSource, SessionHostDeps };
 export { DESCRIBE_TIMEOUT_MS } from "./session-state.js";
@@ -67,8 +68,13 @@ export class SessionHost {
     return success(rows.slice(0, n));
   }
 
-  exec(req: ExecRequest): ExecStart {
+  exec(req: ExecRequest): Promise<ExecStart> {
     return startExec(this._s, req);
+  }
+
+  /** An event (or the end) of a tunnel stream; false when no running execution reads that stream. */
+  deliver(stream: string, delivery: Delivery): boolean {
+    return this._s.inbox.deliver(stream, delivery);
   }
 
   resume(): Promise<Outcome<Session>> {
@@ -100,7 +106,7 @@ export class SessionHost {
     return auditSession(this._s, replay, anchor);
   }
 
-  forkSource(atSeq: bigint): Outcome<ForkSource> {
+  forkSource(atSeq: bigint): Promise<Outcome<ForkSource>> {
     return forkSource(this._s, atSeq);
   }
 

@@ -11,7 +11,9 @@ import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
 import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
+import type { Harness } from "../../runtimes/harness-spi.js";
 import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
+import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import type { LoggedEvent } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
@@ -39,8 +41,13 @@ export interface SessionHostDeps {
   directory: (tenant: string, row: DirectoryRow) => Promise<void>;
   /** Erases every byte of this session's storage (DeleteSession). */
   erase: () => Promise<void>;
-  /** The harnesses this host serves; the built-in echo harness by default. */
+  /** The harnesses built into this host; the built-in echo harness by default. */
   harnesses?: HarnessResolver;
+  /**
+   * Harnesses that are not built in: those connected over the tunnel (or registered). Undefined
+   * when the name is unknown here. The inbox is where this session's tunnel events arrive.
+   */
+  remote?: (name: string, session: { tenant: string; uid: string }, inbox: StreamInbox) => Promise<Harness | undefined>;
   /** Where harnesses are placed; the built-in (in-isolate) runtime by default. */
   runtime?: Runtime;
   /** The executor of host-executed tool calls; without one they fail closed after the intent. */
@@ -67,6 +74,8 @@ export class SessionState {
   journal: Journal;
   readonly harnesses: HarnessResolver;
   readonly runtime: Runtime;
+  /** Events from tunnel harnesses, waiting for the stream of a running execution. */
+  readonly inbox = new StreamInbox();
   live: LiveTurn | undefined;
 
   constructor(readonly d: SessionHostDeps) {
@@ -118,19 +127,35 @@ export class SessionState {
     return { ...inc, fence };
   }
 
+  /** A harness by registry name: built in, or connected over the tunnel. */
+  async harness(name: string): Promise<Harness | undefined> {
+    const builtin = this.harnesses.get(name);
+    if (builtin || !this.d.remote) return builtin;
+    const meta = this.meta.load()!;
+    return this.d.remote(name, { tenant: meta.tenant, uid: meta.uid }, this.inbox);
+  }
+
   describer(): DescribeHarness {
     return async (name) => {
-      const harness = this.harnesses.get(name);
+      const harness = await this.harness(name);
       if (!harness) return undefined;
-      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS).catch(() => undefined);
       return descriptor && { name, harness, descriptor };
     };
   }
 
   /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
   async admit(name: string): Promise<Outcome<DescribedHarness>> {
-    const described = await this.describer()(name);
-    if (!described) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    const harness = await this.harness(name);
+    if (!harness) return failure("unknown_harness", `harness "${name}" is not served here`);
+    let descriptor;
+    try {
+      descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+    } catch (e) {
+      return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
+    }
+    if (!descriptor) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    const described = { name, harness, descriptor };
     const refused = this.canPlace(described);
     return refused ? failure("unplaceable", refused) : success(described);
   }

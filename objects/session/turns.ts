@@ -27,10 +27,10 @@ export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failu
  * Session, then each record as it commits (and deltas), then the end or a failure frame. An
  * inputless Exec on a session whose latest execution never ended recovers that execution.
  */
-export function startExec(s: SessionState, req: ExecRequest): ExecStart {
+export async function startExec(s: SessionState, req: ExecRequest): Promise<ExecStart> {
   if (!s.exists()) return notFound();
   const name = req.harness || s.meta.load()!.statics.harness || DEFAULT_HARNESS;
-  if (!s.harnesses.get(name)) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
+  if (!(await s.harness(name))) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
   const meta = s.meta.load()!;
   // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
   if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING) {

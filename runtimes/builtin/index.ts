@@ -42,5 +42,5 @@ export function builtinHarnesses(o: BuiltinOptions = {}): HarnessResolver {
 /** Why a name is not served, for the INVALID_ARGUMENT message. */
 export function unknownHarnessMessage(name: string, served: HarnessResolver): string {
   const hint = name === "chat" ? " (chat needs a model provider: set MODEL_BASE_URL)" : "";
-  return `unknown harness "${name}"${hint}: this host serves ${served.names().join(", ")}`;
+  return `unknown harness "${name}"${hint}: this host serves ${served.names().join(", ")}, and harnesses connected over the tunnel (agentctl harness serve)`;
 }

@@ -56,9 +56,9 @@ describe("park", () => {
 
   it("park: new input is refused before any frame, both before and after the decision", async () => {
     const { host } = await parked();
-    expect(host.exec(execReq({ inputs: [userText("more")] }))).toMatchObject({ ok: false, reason: "approval_blocked" });
+    expect(await host.exec(execReq({ inputs: [userText("more")] }))).toMatchObject({ ok: false, reason: "approval_blocked" });
     expect(decision(host, true).ok).toBe(true);
-    expect(host.exec(execReq({ inputs: [userText("more")] }))).toMatchObject({ ok: false, reason: "approval_blocked" });
+    expect(await host.exec(execReq({ inputs: [userText("more")] }))).toMatchObject({ ok: false, reason: "approval_blocked" });
   });
 
   it("park: Resume and an inputless Exec of an undecided gate return the paused session and write nothing", async () => {

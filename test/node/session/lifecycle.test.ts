@@ -79,6 +79,7 @@ describe("Suspend and Resume", () => {
     const { host } = setup({ gated: g.harness });
     await createSession(host, "gated");
     const turn = host.exec(execReq({ inputs: [userText("a")] }));
+    await g.started;
     expect(await host.suspend()).toMatchObject({ ok: false, reason: "session_busy" });
     expect(await host.resume()).toMatchObject({ ok: false, reason: "session_busy" });
     g.release();
@@ -184,7 +185,7 @@ describe("DeleteSession", () => {
     expect(tomb).toEqual({ seq: 5n, hash: head });
     expect(db.query("SELECT name FROM sqlite_master WHERE type = 'table'")).toEqual([]);
     expect(host.get()).toMatchObject({ ok: false, reason: "session_not_found" });
-    expect(host.exec(execReq({ inputs: [userText("again")] }))).toMatchObject({ ok: false, reason: "session_not_found" });
+    expect(await host.exec(execReq({ inputs: [userText("again")] }))).toMatchObject({ ok: false, reason: "session_not_found" });
     expect(host.read(1n, 0n, 10)).toMatchObject({ ok: false, reason: "session_not_found" });
   });
 
@@ -193,6 +194,7 @@ describe("DeleteSession", () => {
     const { host } = setup({ gated: g.harness });
     await createSession(host, "gated");
     const turn = drain(host.exec(execReq({ inputs: [userText("a")] })));
+    await g.started;
     expect(await host.delete(async () => undefined)).toMatchObject({ ok: false, reason: "session_busy" });
     g.release();
     await turn;
@@ -208,7 +210,7 @@ describe("fork steps", () => {
   }
 
   async function forkChild(parent: SessionHost, parentUid: string, atSeq: bigint) {
-    const src = parent.forkSource(atSeq);
+    const src = await parent.forkSource(atSeq);
     if (!src.ok) throw new Error(src.message);
     const child = setup();
     const uid = mintSessionUid();
@@ -258,8 +260,8 @@ describe("fork steps", () => {
     const p = setup();
     return createSession(p.host).then(async () => {
       await drain(p.host.exec(execReq({ inputs: [userText("x")] })));
-      expect(p.host.forkSource(6n)).toMatchObject({ ok: false, reason: "invalid_request" });
-      expect(p.host.forkSource(0n)).toMatchObject({ ok: true, value: { atSeq: 5n } });
+      expect(await p.host.forkSource(6n)).toMatchObject({ ok: false, reason: "invalid_request" });
+      expect(await p.host.forkSource(0n)).toMatchObject({ ok: true, value: { atSeq: 5n } });
     });
   });
 

@@ -78,6 +78,7 @@ describe("SessionHost", () => {
     const { host } = setup({ gated: g.harness });
     await createSession(host, "gated");
     const first = host.exec(execReq({ inputs: [userText("a")] }));
+    await g.started;
     const second = await drain(host.exec(execReq({ inputs: [userText("b")] })));
     expect(second.failure).toMatchObject({ reason: "session_busy" });
     const live = host.get();
@@ -103,7 +104,7 @@ describe("SessionHost", () => {
   it("exec: an unknown harness override is refused before any frame", async () => {
     const { host } = setup();
     await createSession(host);
-    const r = host.exec(execReq({ inputs: [userText("x")], harness: "nope" }));
+    const r = await host.exec(execReq({ inputs: [userText("x")], harness: "nope" }));
     expect(r).toMatchObject({ ok: false, reason: "unknown_harness" });
     expect((r as Failure).message).toContain("echo");
   });

@@ -83,7 +83,8 @@ export async function createSession(host: SessionHost, harness = "echo") {
   return uid;
 }
 
-export async function drain(start: ExecStart): Promise<{ updates: ExecUpdate[]; failure?: Failure }> {
+export async function drain(started: ExecStart | Promise<ExecStart>): Promise<{ updates: ExecUpdate[]; failure?: Failure }> {
+  const start = await started;
   if (!start.ok) return { updates: [], failure: start };
   const dec = new FrameDecoder();
   const updates: ExecUpdate[] = [];

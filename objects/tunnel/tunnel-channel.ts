@@ -1,0 +1,46 @@
+/**
+ * The SessionObject's side of the tunnel: a TunnelChannel (runtimes/tunnel) over RPC to the
+ * HarnessTunnel object that holds the harness's WebSockets, and the resolver that decides whether a
+ * name is a tunnel harness here (it has connected at least once, or is connected now).
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import type { Harness } from "../../runtimes/harness-spi.js";
+import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
+import { createTunnelHarness, type TunnelChannel } from "../../runtimes/tunnel/tunnel-harness.js";
+import { ApprovalParkedError } from "../controller/errors.js";
+import { decisionOf } from "../controller/tool-steps.js";
+import { tunnelStub, type Env } from "../env.js";
+
+/** RFC 1123 label: what a harness name may be. */
+export const HARNESS_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const DESCRIBE_MS = 10_000;
+
+export function tunnelChannel(env: Env, tenant: string, uid: string, name: string): TunnelChannel {
+  const stub = tunnelStub(env, tenant, name);
+  return {
+    async describe() {
+      const r = await stub.describe(uid, DESCRIBE_MS);
+      return r.descriptor ? fromBinary(HarnessDescriptorSchema, r.descriptor) : undefined;
+    },
+    open: (stream) => stub.open(stream, `${tenant}/${uid}`, uid),
+    send: (stream, frame) => stub.send(stream, toBinary(ControllerFrameSchema, frame)),
+    close: async (stream, reason) => {
+      await stub.close(stream, reason);
+    },
+  };
+}
+
+/** A tunnel harness when `name` has been served here (so a restart of the harness is "unavailable", not "unknown"). */
+export async function resolveTunnelHarness(env: Env, name: string, session: { tenant: string; uid: string }, inbox: StreamInbox): Promise<Harness | undefined> {
+  if (!HARNESS_NAME_RE.test(name)) return undefined;
+  const status = await tunnelStub(env, session.tenant, name).status();
+  if (!status.known && status.connected === 0) return undefined;
+  return createTunnelHarness({
+    name,
+    channel: tunnelChannel(env, session.tenant, session.uid, name),
+    inbox,
+    decisionOf,
+    isPark: (e): e is ApprovalParkedError => e instanceof ApprovalParkedError,
+  });
+}
