@@ -16,6 +16,7 @@ import { execCommand } from "./commands/exec.js";
 import { exportCommand } from "./commands/export.js";
 import { forkCommand } from "./commands/fork.js";
 import { getCommand } from "./commands/get.js";
+import { harnessCommand } from "./commands/harness.js";
 import { hashCommand } from "./commands/hash.js";
 import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
@@ -39,6 +40,7 @@ export const COMMANDS: readonly Command[] = [
   verifyCommand,
   hashCommand,
   exportCommand,
+  harnessCommand,
 ];
 
 export interface CliIo {
