@@ -9,10 +9,12 @@ import {
   type UniversalHandler,
 } from "@connectrpc/connect/protocol";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
-import type { Env } from "../objects/index.js";
+import { directoryStub, type Env } from "../objects/index.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
+import { createRegistryService } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
 /** Requests larger than this are refused before they are parsed. */
@@ -29,6 +31,7 @@ export function createRpcHandlers(env: Env): RpcHandlers {
   });
   router.service(Sessions, createSessionsService(env));
   router.service(Audit, createAuditService(env));
+  router.service(HarnessRegistry, createRegistryService(env, (tenant) => directoryStub(env, tenant)));
   return new Map(router.handlers.map((h) => [h.requestPath, h]));
 }
 

@@ -1,29 +1,40 @@
 /**
- * Numbered migrations keyed on a `schema_version` row (STYLE 18). Each store lists its migrations
- * in order; `migrate` applies the missing ones in one transaction and refuses a database stamped
- * newer than this build.
+ * Numbered migrations keyed on a version row (STYLE 18). Each store lists its migrations in order;
+ * `migrate` applies the missing ones in one transaction and refuses a database stamped newer than
+ * this build. Stores that share one database (the Directory's session index and harness registry)
+ * keep their versions in separate tables, so each list can grow on its own.
  */
 import type { SqlDb } from "./sql.js";
 
 export type Migrations = readonly (readonly string[])[];
 
+/** The default version table; a second store in the same database names its own. */
+export const SCHEMA_VERSION_TABLE = "schema_version";
+
 /** The stamped schema version, 0 when this database was never initialized. */
-export function schemaVersion(db: SqlDb): number {
-  const t = db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+export function schemaVersion(db: SqlDb, table = SCHEMA_VERSION_TABLE): number {
+  checkTable(table);
+  const t = db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", table);
   if (t.length === 0) return 0;
-  return db.query<{ version: number }>("SELECT version FROM schema_version")[0]?.version ?? 0;
+  return db.query<{ version: number }>(`SELECT version FROM ${table}`)[0]?.version ?? 0;
 }
 
-export function migrate(db: SqlDb, migrations: Migrations, what: string): void {
+export function migrate(db: SqlDb, migrations: Migrations, what: string, table = SCHEMA_VERSION_TABLE): void {
+  checkTable(table);
   db.transaction(() => {
-    const from = schemaVersion(db);
+    const from = schemaVersion(db, table);
     if (from > migrations.length) {
       throw new Error(`${what} storage has schema ${from}, newer than this build's ${migrations.length}`);
     }
     if (from === migrations.length) return;
-    if (from === 0) db.query("CREATE TABLE schema_version (version INTEGER NOT NULL)");
+    if (from === 0) db.query(`CREATE TABLE ${table} (version INTEGER NOT NULL)`);
     for (let v = from; v < migrations.length; v++) for (const sql of migrations[v]!) db.query(sql);
-    db.query("DELETE FROM schema_version");
-    db.query("INSERT INTO schema_version (version) VALUES (?)", migrations.length);
+    db.query(`DELETE FROM ${table}`);
+    db.query(`INSERT INTO ${table} (version) VALUES (?)`, migrations.length);
   });
+}
+
+// The name is spliced into SQL: only constants of the stores reach here, but keep it a plain word.
+function checkTable(table: string): void {
+  if (!/^[a-z_]+$/.test(table)) throw new Error(`bad version table name ${JSON.stringify(table)}`);
 }

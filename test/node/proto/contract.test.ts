@@ -2,6 +2,11 @@
  * Our protos against the contract's tables (CONTRACT.md §2-§4, transcribed into
  * contract-tables.json): every message field's number, name, type and label (presence, oneof,
  * repeated, map), every enum value, the reserved numbers, and the services' methods and shapes.
+ *
+ * Our own wire-compatible additions are listed under `extensions` in the same file: fields at new
+ * numbers of a contract message, and the new messages they use. Each message must have exactly
+ * its contract fields plus its declared extensions; an extension may not reuse a contract number or
+ * name, and the .proto must say, next to the field, that it is an extension of this project.
  */
 import { readFileSync } from "node:fs";
 import { createRegistry, ScalarType, type DescField } from "@bufbuild/protobuf";
@@ -15,9 +20,14 @@ import {
 import { file_agentsessions_v1_session, Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 const tables = JSON.parse(readFileSync(new URL("./contract-tables.json", import.meta.url), "utf8")) as {
-  messages: Record<string, [number, string, string, string][]>;
+  messages: Record<string, Row[]>;
   enums: Record<string, [string, number][]>;
+  extensions: {
+    fields: Record<string, Row[]>;
+    messages: Record<string, Row[]>;
+  };
 };
+type Row = [number, string, string, string];
 const registry = createRegistry(
   file_agentsessions_v1_common,
   file_agentsessions_v1_session,
@@ -49,19 +59,47 @@ function labelOf(f: DescField): string {
 
 const qualified = (typeName: string) => typeName.replace(/^agentsessions\.v1\./, "").replace(/^google\.protobuf\./, "");
 
+const byNumber = (rows: readonly (readonly unknown[])[]) => [...rows].sort((a, b) => (a[0] as number) - (b[0] as number));
+
+function expectFields(name: string, rows: Row[]): void {
+  const m = registry.getMessage(`agentsessions.v1.${name}`);
+  expect(m, name).toBeDefined();
+  const actual = m!.fields.map((f) => [f.number, f.name, typeOf(f), labelOf(f)]);
+  expect(byNumber(actual)).toEqual(byNumber(rows.map(([n, fname, type, label]) => [n, fname, type, label])));
+  for (const f of m!.fields) expect(f.jsonName, "no json_name overrides").toBe(f.localName);
+}
+
+const protoSources = ["common", "session", "harness", "harness_registry"].map((f) =>
+  readFileSync(new URL(`../../../proto/agentsessions/v1/${f}.proto`, import.meta.url), "utf8"),
+);
+
 describe("wire compatibility with the contract", () => {
   for (const [name, fields] of Object.entries(tables.messages)) {
-    it(`message ${name}: numbers, names, types and labels match`, () => {
-      const m = registry.getMessage(`agentsessions.v1.${name}`);
-      expect(m, name).toBeDefined();
-      const actual = m!.fields.map((f) => [f.number, f.name, typeOf(f), labelOf(f)]);
-      const expected = fields.map(([n, fname, type, label]) => [n, fname, type, label]);
-      expect(actual.sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual(
-        expected.sort((a, b) => (a[0] as number) - (b[0] as number)),
-      );
-      for (const f of m!.fields) expect(f.jsonName, "no json_name overrides").toBe(f.localName);
+    const extra = tables.extensions.fields[name] ?? [];
+    const title = extra.length ? `plus our extensions ${extra.map((r) => r[1]).join(", ")}` : "match";
+    it(`message ${name}: numbers, names, types and labels ${title}`, () => {
+      // Exactly the contract's fields, each checked, and nothing else but the declared extensions.
+      expectFields(name, [...fields, ...extra]);
     });
   }
+
+  it("extensions: new numbers and names only, on contract messages, marked as ours in the .proto", () => {
+    for (const [name, extra] of Object.entries(tables.extensions.fields)) {
+      const contract = tables.messages[name];
+      expect(contract, `${name} is a contract message`).toBeDefined();
+      for (const [n, fname] of extra) {
+        expect(contract!.map((r) => r[0]), `${name}.${fname} reuses a contract number`).not.toContain(n);
+        expect(contract!.map((r) => r[1]), `${name}.${fname} reuses a contract name`).not.toContain(fname);
+        const decl = new RegExp(`// Extension of this project[^\\n]*\\n\\s*\\w+ ${fname} = ${n};`);
+        expect(protoSources.some((src) => decl.test(src)), `${name}.${fname} = ${n} is commented as an extension`).toBe(true);
+      }
+    }
+    for (const [name, fields] of Object.entries(tables.extensions.messages)) {
+      expect(tables.messages[name], `${name} is ours, not the contract's`).toBeUndefined();
+      expectFields(name, fields);
+      expect(protoSources.some((src) => src.includes(`// Extension of this project`) && src.includes(`message ${name} {`))).toBe(true);
+    }
+  });
 
   it("enums: every value name and number matches, including unprefixed nested ones", () => {
     for (const [name, values] of Object.entries(tables.enums)) {
