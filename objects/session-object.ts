@@ -11,7 +11,7 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ExecRequestSchema, SessionSchema, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { resolveTunnelHarness } from "./tunnel/tunnel-channel.js";
+import { resolveRemoteHarness } from "./tunnel/served-harness.js";
 import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { hostConfig } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
@@ -46,7 +46,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       tools: config.executor && createHttpExecutor(config.executor),
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
-      remote: (name, session, inbox) => resolveTunnelHarness(env, name, session, inbox),
+      remote: (name, session, inbox) => resolveRemoteHarness(env, name, session, inbox),
       setAlarm: async (atMs) => {
         if (atMs === null) await ctx.storage.deleteAlarm();
         else await ctx.storage.setAlarm(atMs);

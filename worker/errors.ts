@@ -34,6 +34,8 @@ export function codeFor(reason: FailureReason): Code {
     case "invalid_decision":
     case "missing_executor":
     case "inherited_intent":
+    // "registered harness override", "retired harness"
+    case "harness_pinned":
       return Code.FailedPrecondition;
     // "harness could not be described at admission (refused, reset, no answer within 10 s)"
     case "harness_unavailable":

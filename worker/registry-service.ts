@@ -23,6 +23,7 @@ import {
   type HarnessRegistration,
   type HarnessSpec,
 } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import type { HarnessDescriptor } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { specDigest } from "../proto/canon.js";
 import { builtinHarnesses, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig, type ConfigEnv } from "../objects/config.js";
@@ -70,6 +71,8 @@ export interface RegistryServiceOptions {
   served?: HarnessResolver;
   /** Names nobody may register: every built-in, served here or not. */
   reserved?: readonly string[];
+  /** A live Describe of a registered harness (GetHarness observe); never fails the call. */
+  observe?: (tenant: TenantId, name: string, spec: HarnessSpec | undefined) => Promise<{ descriptor?: HarnessDescriptor; error?: string }>;
 }
 
 /**
@@ -148,7 +151,14 @@ export function createRegistryService(
       const record = isHarnessName(req.name) ? await stored((d) => d.getHarness(req.name), ctx) : undefined;
       if (!record) throw notFound(req.name);
       const reg = registrationFromRecord(record);
-      if (req.observe) reg.observeError = OBSERVE_UNAVAILABLE;
+      if (req.observe) {
+        if (!opts.observe) reg.observeError = OBSERVE_UNAVAILABLE;
+        else {
+          const seen = await opts.observe(callerOf(ctx).tenant, req.name, reg.spec).catch((e: unknown) => ({ error: e instanceof Error ? e.message : "error" }));
+          if ("descriptor" in seen && seen.descriptor) reg.observed = seen.descriptor;
+          else reg.observeError = seen.error ?? "no answer";
+        }
+      }
       return reg;
     },
 

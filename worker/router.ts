@@ -11,7 +11,9 @@ import {
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
-import { directoryStub, type Env } from "../objects/index.js";
+import { fromBinary } from "@bufbuild/protobuf";
+import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
+import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
@@ -31,7 +33,17 @@ export function createRpcHandlers(env: Env): RpcHandlers {
   });
   router.service(Sessions, createSessionsService(env));
   router.service(Audit, createAuditService(env));
-  router.service(HarnessRegistry, createRegistryService(env, (tenant) => directoryStub(env, tenant)));
+  router.service(
+    HarnessRegistry,
+    createRegistryService(env, (tenant) => directoryStub(env, tenant), {
+      // Live describe of a tunnel harness: whatever answers on a general connection right now.
+      observe: async (tenant, name, spec) => {
+        if (spec?.placement.case !== "tunnel") return { error: "live describe is only available for tunnel harnesses" };
+        const r = await tunnelStub(env, tenant, name).describe("", 10_000);
+        return r.descriptor ? { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) } : { error: r.error ?? "no answer" };
+      },
+    }),
+  );
   return new Map(router.handlers.map((h) => [h.requestPath, h]));
 }
 

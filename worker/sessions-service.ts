@@ -185,8 +185,14 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
 async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
   const s = req.session ?? create(SessionSchema);
   const harness = s.harness || DEFAULT_HARNESS;
-  if (!harnesses.get(harness) && !(await tunnelServes(env, callerOf(ctx).tenant, harness))) {
-    throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);
+  if (!harnesses.get(harness)) {
+    const reg = await directoryStub(env, callerOf(ctx).tenant).lookupHarness(harness);
+    if (reg?.state === "retired") {
+      throw new ConnectError(`harness "${harness}" is retired: new sessions cannot select it (existing ones keep running); choose another`, Code.FailedPrecondition);
+    }
+    if (!reg && !(await tunnelServes(env, callerOf(ctx).tenant, harness))) {
+      throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);
+    }
   }
   const statics = create(SessionSchema, {
     metadata: { project: s.metadata?.project || DEFAULT_PROJECT, name: s.metadata?.name ?? "" },

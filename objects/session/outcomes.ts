@@ -27,6 +27,7 @@ export type FailureReason =
   | "inherited_intent"
   | "invalid_decision"
   | "missing_executor"
+  | "harness_pinned"
   | "turn_failed"
   | "unimplemented"
   | "internal";

@@ -47,7 +47,7 @@ export interface SessionHostDeps {
    * Harnesses that are not built in: those connected over the tunnel (or registered). Undefined
    * when the name is unknown here. The inbox is where this session's tunnel events arrive.
    */
-  remote?: (name: string, session: { tenant: string; uid: string }, inbox: StreamInbox) => Promise<Harness | undefined>;
+  remote?: (name: string, session: { tenant: string; uid: string }, inbox: StreamInbox) => Promise<ServedHarness | undefined>;
   /** Where harnesses are placed; the built-in (in-isolate) runtime by default. */
   runtime?: Runtime;
   /** The executor of host-executed tool calls; without one they fail closed after the intent. */
@@ -57,6 +57,15 @@ export interface SessionHostDeps {
   /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
   setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
+}
+
+/** A harness this session can place, and what its registration (if any) requires of it. */
+export interface ServedHarness {
+  harness: Harness;
+  /** A registered harness: sessions on it are pinned (no per-turn override onto or off it). */
+  registered?: boolean;
+  /** The registration's descriptor_id: Describe must answer this id (else FAILED_PRECONDITION). */
+  expectId?: string;
 }
 
 /** The turn (or recovery) running right now; the overlap guard. */
@@ -127,12 +136,17 @@ export class SessionState {
     return { ...inc, fence };
   }
 
-  /** A harness by registry name: built in, or connected over the tunnel. */
-  async harness(name: string): Promise<Harness | undefined> {
+  /** A harness by registry name: built in, registered, or connected over the tunnel. */
+  async served(name: string): Promise<ServedHarness | undefined> {
     const builtin = this.harnesses.get(name);
-    if (builtin || !this.d.remote) return builtin;
+    if (builtin) return { harness: builtin };
+    if (!this.d.remote) return undefined;
     const meta = this.meta.load()!;
     return this.d.remote(name, { tenant: meta.tenant, uid: meta.uid }, this.inbox);
+  }
+
+  async harness(name: string): Promise<Harness | undefined> {
+    return (await this.served(name))?.harness;
   }
 
   describer(): DescribeHarness {
@@ -146,8 +160,9 @@ export class SessionState {
 
   /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
   async admit(name: string): Promise<Outcome<DescribedHarness>> {
-    const harness = await this.harness(name);
-    if (!harness) return failure("unknown_harness", `harness "${name}" is not served here`);
+    const served = await this.served(name);
+    if (!served) return failure("unknown_harness", `harness "${name}" is not served here`);
+    const harness = served.harness;
     let descriptor;
     try {
       descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
@@ -155,6 +170,9 @@ export class SessionState {
       return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
     }
     if (!descriptor) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    if (served.expectId && descriptor.id !== served.expectId) {
+      return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but describes itself as "${descriptor.id}"`);
+    }
     const described = { name, harness, descriptor };
     const refused = this.canPlace(described);
     return refused ? failure("unplaceable", refused) : success(described);

@@ -29,8 +29,13 @@ export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failu
  */
 export async function startExec(s: SessionState, req: ExecRequest): Promise<ExecStart> {
   if (!s.exists()) return notFound();
-  const name = req.harness || s.meta.load()!.statics.harness || DEFAULT_HARNESS;
-  if (!(await s.harness(name))) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
+  const own = s.meta.load()!.statics.harness || DEFAULT_HARNESS;
+  const name = req.harness || own;
+  const served = await s.served(name);
+  if (!served) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
+  if (name !== own && (served.registered || (await s.served(own))?.registered)) {
+    return failure("harness_pinned", `this session is pinned to harness "${own}": a registered harness cannot be swapped per turn (override onto or off it); start a new session instead`);
+  }
   const meta = s.meta.load()!;
   // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
   if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING) {

@@ -36,6 +36,11 @@ export async function resolveTunnelHarness(env: Env, name: string, session: { te
   if (!HARNESS_NAME_RE.test(name)) return undefined;
   const status = await tunnelStub(env, session.tenant, name).status();
   if (!status.known && status.connected === 0) return undefined;
+  return tunnelHarness(env, name, session, inbox);
+}
+
+/** The tunnel harness for `name`, whether or not one is connected right now. */
+export function tunnelHarness(env: Env, name: string, session: { tenant: string; uid: string }, inbox: StreamInbox): Harness {
   return createTunnelHarness({
     name,
     channel: tunnelChannel(env, session.tenant, session.uid, name),
