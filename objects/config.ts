@@ -25,6 +25,8 @@ export interface ConfigEnv {
   APPROVAL_TIMEOUT_SECONDS?: string;
   /** "1" serves the test-only harnesses (runtimes/builtin/testing.ts); never set in a deployment. */
   TEST_HARNESSES?: string;
+  /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
+  PUBLIC_URL?: string;
 }
 
 export interface HostConfig {

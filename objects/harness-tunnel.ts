@@ -101,7 +101,13 @@ export class HarnessTunnel extends DurableObject<Env> {
     }
   }
 
-  async webSocketClose(ws: WebSocket): Promise<void> {
+  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    // Answer the harness's close frame, so it need not wait out a timeout.
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "bye");
+    } catch {
+      // already closed
+    }
     await this._lost(ws);
   }
 

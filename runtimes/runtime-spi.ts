@@ -13,6 +13,12 @@ export interface SessionSpec {
   /** The registry name of the harness to place. */
   harness: string;
   identity?: IdentityRef;
+  /**
+   * Where a runtime that starts the harness out of process has it connect back (docs/tunnel.md
+   * "Runtimes"): the host's tunnel URL and a one-time token minted for this session. The token is
+   * a secret: never log it. Runtimes that run harnesses in process (builtin) ignore it.
+   */
+  dialback?: { tunnelUrl: string; token: string };
 }
 
 /** One placement of a session's compute. The fence is stamped by the session, not the runtime. */

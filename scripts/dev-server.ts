@@ -72,7 +72,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
       "--log-level",
       "warn",
     ];
-    for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+    // Runtime backends' incarnations dial back to this URL (objects/tunnel/served-harness.ts).
+    for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, ...opts.vars })) args.push("--var", `${k}:${v}`);
     const fd = openSync(logFile, "a");
     child = spawn(process.execPath, args, {
       cwd: ROOT,

@@ -17,7 +17,7 @@ if (!/^\d{1,5}$/.test(port)) {
   console.error(`PORT must be a port number, got ${JSON.stringify(port)}`);
   process.exit(2);
 }
-const VAR_PREFIXES = ["MODEL_", "TOOL_", "APPROVAL_", "AUTH_"];
+const VAR_PREFIXES = ["MODEL_", "TOOL_", "APPROVAL_", "AUTH_", "HARNESS_", "PUBLIC_URL"];
 const vars = Object.entries(process.env).filter(([k]) => VAR_PREFIXES.some((p) => k.startsWith(p)));
 
 const args = [
@@ -34,6 +34,8 @@ const args = [
   "log",
 ];
 for (const [k, v] of vars) args.push("--var", `${k}:${v}`);
+// Runtime backends (npm run pod) dial back to this host's tunnel here.
+if (!process.env.PUBLIC_URL) args.push("--var", `PUBLIC_URL:http://127.0.0.1:${port}`);
 
 const child = spawn(process.execPath, args, {
   cwd: root,

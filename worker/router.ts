@@ -14,6 +14,7 @@ import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
+import { createHttpRuntime } from "../runtimes/http/index.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
@@ -38,7 +39,10 @@ export function createRpcHandlers(env: Env): RpcHandlers {
     createRegistryService(env, (tenant) => directoryStub(env, tenant), {
       // Live describe of a tunnel harness: whatever answers on a general connection right now.
       observe: async (tenant, name, spec) => {
-        if (spec?.placement.case !== "tunnel") return { error: "live describe is only available for tunnel harnesses" };
+        if (spec?.placement.case === "httpRuntime") {
+          return { descriptor: await createHttpRuntime({ baseUrl: spec.placement.value.url }).describe(name, AbortSignal.timeout(10_000)) };
+        }
+        if (spec?.placement.case !== "tunnel") return { error: "this placement cannot be described here" };
         const r = await tunnelStub(env, tenant, name).describe("", 10_000);
         return r.descriptor ? { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) } : { error: r.error ?? "no answer" };
       },

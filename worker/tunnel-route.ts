@@ -7,8 +7,9 @@ import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { DEFAULT_TENANT } from "../proto/ids.js";
 import { TUNNEL_SUBPROTOCOL, tunnelStub, type Env } from "../objects/index.js";
 import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
+import { TUNNEL_PATH_FOR_DIALBACK } from "../objects/tunnel/tunnel-paths.js";
 
-export const TUNNEL_PATH = "/harness/v1/connect";
+export const TUNNEL_PATH = TUNNEL_PATH_FOR_DIALBACK;
 const RESERVED = new Set(builtinHarnesses({ chat: true, testing: true }).names());
 
 export async function serveTunnel(req: Request, env: Env): Promise<Response> {

@@ -7,7 +7,7 @@
  * tombstone with the final chain head, so an auditor can tell deletion from loss.
  * @internal
  */
-import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ComputeState, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { TurnInterruptedError } from "../controller/errors.js";
 import { endEvent } from "../controller/events.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
@@ -24,13 +24,15 @@ export async function suspendSession(s: SessionState): Promise<Outcome<Session>>
   if (s.live) return failure("session_busy", "a turn is running on this session: Suspend never interrupts one; retry when it ends (or Cancel it)");
   const live = s.takeGuard();
   try {
-    const inc = await s.place(s.meta.load()!.statics.harness, s.journal.fence());
+    const runtime = await s.runtimeFor(s.meta.load()!.statics.harness);
+    const inc = { id: s.uid, worker: "", address: "", runtime: runtime.name, fence: s.journal.fence() };
     let ref;
     try {
-      ref = await s.runtime.snapshot(inc, "EXTERNAL");
+      ref = await runtime.snapshot(inc, "EXTERNAL");
     } catch (e) {
-      return failure("internal", `the ${s.runtime.name} runtime could not snapshot the session (${e instanceof Error ? e.message : "error"}); nothing was journaled`);
+      return failure("internal", `the ${runtime.name} runtime could not snapshot the session (${e instanceof Error ? e.message : "error"}); nothing was journaled`);
     }
+    if (runtime !== s.runtime) s.meta.setPlacement(ComputeState.COMPUTE_COLD);
     const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, {
       snapshotLocal: ref.local,
       snapshotExternalUri: ref.externalUri,

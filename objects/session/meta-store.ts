@@ -33,9 +33,17 @@ export const META_PENDING_COLUMNS = [
   "ALTER TABLE meta ADD COLUMN pending_deadline_ms INTEGER",
 ];
 
+/**
+ * Migration 3: the compute state the session's own placements on a runtime backend set (WARM when
+ * paused, COLD when stopped, LIVE when placed). NULL for the built-in runtime, whose compute state
+ * is what the journal implies.
+ */
+export const META_PLACEMENT_COLUMN = ["ALTER TABLE meta ADD COLUMN placement INTEGER"];
+
 const stmts = {
   load: `SELECT tenant, uid, session, create_ms, update_ms, compute_state, exec_state,
-                pending_exec, pending_call, pending_seq, pending_deadline_ms FROM meta WHERE id = 1`,
+                pending_exec, pending_call, pending_seq, pending_deadline_ms, placement FROM meta WHERE id = 1`,
+  placement: "UPDATE meta SET placement = ? WHERE id = 1",
   insert: `INSERT INTO meta (id, tenant, uid, session, create_ms, update_ms, compute_state, exec_state)
            VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
   states: `UPDATE meta SET compute_state = ?, exec_state = ?, pending_exec = ?, pending_call = ?, pending_seq = ?,
@@ -55,6 +63,7 @@ type MetaRow = {
   pending_call: string | null;
   pending_seq: number | null;
   pending_deadline_ms: number | null;
+  placement: number | null;
 };
 
 export interface SessionMeta extends States {
@@ -64,6 +73,8 @@ export interface SessionMeta extends States {
   statics: Session;
   createMs: number;
   updateMs: number;
+  /** Compute as the session's runtime placements left it; undefined: as the journal implies. */
+  placement?: ComputeState;
 }
 
 export class MetaStore {
@@ -112,6 +123,12 @@ export class MetaStore {
     if (m?.pending) this._meta = { ...m, pending: { ...m.pending, deadlineMs } };
   }
 
+  /** Records what the session's last placement operation did to its compute. */
+  setPlacement(state: ComputeState): void {
+    this._db.query(stmts.placement, state);
+    if (this._meta) this._meta = { ...this._meta, placement: state };
+  }
+
   forget(): void {
     this._meta = undefined;
   }
@@ -136,6 +153,7 @@ function metaFromRow(row: MetaRow): SessionMeta {
     computeState: row.compute_state as ComputeState,
     execState: row.exec_state as ExecState,
     pending,
+    placement: row.placement === null ? undefined : (row.placement as ComputeState),
   };
 }
 

@@ -5,13 +5,15 @@
 import { JOURNAL_SCHEMA } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
-import { META_PENDING_COLUMNS, META_SCHEMA } from "./meta-store.js";
+import { META_PENDING_COLUMNS, META_PLACEMENT_COLUMN, META_SCHEMA } from "./meta-store.js";
 
 const MIGRATIONS: Migrations = [
   // 1: the journal, its fence and the session's metadata row.
   [...JOURNAL_SCHEMA, ...META_SCHEMA],
   // 2: the pending approval projection and its deadline.
   META_PENDING_COLUMNS,
+  // 3: the compute state placements on a runtime backend set.
+  META_PLACEMENT_COLUMN,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {

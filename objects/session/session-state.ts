@@ -7,8 +7,11 @@
  */
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { ComputeState, SnapshotRefSchema } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
 import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
@@ -62,10 +65,23 @@ export interface SessionHostDeps {
 /** A harness this session can place, and what its registration (if any) requires of it. */
 export interface ServedHarness {
   harness: Harness;
+  /**
+   * A compute backend that places this harness (a registered http_runtime): the host asks it for
+   * the descriptor and capabilities, and creates, pauses, stops and restores the incarnation whose
+   * process dials back over the tunnel with a one-time token.
+   */
+  runtime?: PlacingRuntime;
   /** A registered harness: sessions on it are pinned (no per-turn override onto or off it). */
   registered?: boolean;
   /** The registration's descriptor_id: Describe must answer this id (else FAILED_PRECONDITION). */
   expectId?: string;
+}
+
+/** A runtime backend the host places a harness on (runtimes/http). */
+export interface PlacingRuntime extends Runtime {
+  describe(harness: string, signal?: AbortSignal): Promise<HarnessDescriptor>;
+  /** The tunnel URL and one-time token an incarnation of `harness` for this session dials back with. */
+  dialback(harness: string): Promise<{ tunnelUrl: string; token: string }>;
 }
 
 /** The turn (or recovery) running right now; the overlap guard. */
@@ -159,13 +175,14 @@ export class SessionState {
   }
 
   /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
-  async admit(name: string): Promise<Outcome<DescribedHarness>> {
+  async admit(name: string): Promise<Outcome<DescribedHarness & { served: ServedHarness }>> {
     const served = await this.served(name);
     if (!served) return failure("unknown_harness", `harness "${name}" is not served here`);
     const harness = served.harness;
     let descriptor;
     try {
-      descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+      // A runtime backend describes a harness it hosts without starting it.
+      descriptor = served.runtime ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS)) : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
     } catch (e) {
       return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
     }
@@ -173,16 +190,56 @@ export class SessionState {
     if (served.expectId && descriptor.id !== served.expectId) {
       return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but describes itself as "${descriptor.id}"`);
     }
-    const described = { name, harness, descriptor };
-    const refused = this.canPlace(described);
+    const described = { name, harness, descriptor, served };
+    const refused = this.canPlace(described, served.runtime);
     return refused ? failure("unplaceable", refused) : success(described);
   }
 
   /** CanPlace (CONTRACT.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
-  canPlace(h: DescribedHarness): string | undefined {
+  canPlace(h: DescribedHarness, runtime: Runtime = this.runtime): string | undefined {
     if (h.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT) return undefined;
-    if (this.runtime.capabilities().memorySnapshot) return undefined;
-    return `harness "${h.name}" requires memory snapshots, which the ${this.runtime.name} runtime cannot take`;
+    if (runtime.capabilities().memorySnapshot) return undefined;
+    return `harness "${h.name}" requires memory snapshots, which the ${runtime.name} runtime cannot take`;
+  }
+
+  /**
+   * Makes sure a runtime-backed harness has a live incarnation before it runs: restores a paused
+   * or stopped one, else creates one (idempotent on the backend); its process dials back before
+   * this returns. The built-in and tunnel placements need nothing.
+   */
+  async ensurePlaced(name: string, served: ServedHarness): Promise<Outcome<true>> {
+    const rt = served.runtime;
+    if (!rt) return success(true);
+    try {
+      const spec = { sessionUid: this.uid, harness: name, dialback: await rt.dialback(name) };
+      const paused = this.meta.load()!.placement;
+      if (paused === ComputeState.COMPUTE_WARM || paused === ComputeState.COMPUTE_COLD) {
+        await rt.restore(create(SnapshotRefSchema, { local: this.uid }), spec);
+      } else {
+        await rt.create(spec);
+      }
+    } catch (e) {
+      return failure("harness_unavailable", `the ${rt.name} runtime could not place harness "${name}": ${e instanceof Error ? e.message : "error"}; nothing was written, retry`);
+    }
+    this.meta.setPlacement(ComputeState.COMPUTE_LIVE);
+    return success(true);
+  }
+
+  /** After a turn, a runtime-backed incarnation is paused warm (its worker held, its CPU freed). */
+  async pauseWarm(served: ServedHarness): Promise<void> {
+    const rt = served.runtime;
+    if (!rt) return;
+    try {
+      await rt.snapshot({ id: this.uid, worker: "", address: "", runtime: rt.name, fence: this.journal.fence() }, "LOCAL");
+      this.meta.setPlacement(ComputeState.COMPUTE_WARM);
+    } catch {
+      // A backend that cannot pause keeps the incarnation live; the next turn reuses it.
+    }
+  }
+
+  /** The runtime that places `name`'s compute (its backend, or the built-in one). */
+  async runtimeFor(name: string): Promise<Runtime> {
+    return (await this.served(name))?.runtime ?? this.runtime;
   }
 
   /** The single alarm slot's owner: armed for the pending approval's deadline, else cleared. */

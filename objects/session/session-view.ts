@@ -22,7 +22,7 @@ export function renderSession(meta: SessionMeta, head: Head, live: boolean): Ses
     updateTime: timestampFromMs(meta.updateMs),
   };
   s.lastSeq = head.seq;
-  s.computeState = meta.computeState;
+  s.computeState = meta.placement ?? meta.computeState;
   s.execState = execState(meta.execState, live);
   if (meta.pending) {
     const p = meta.pending;

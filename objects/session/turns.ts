@@ -4,7 +4,7 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { ExecState, ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ComputeState, ExecState, ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
 import { Code } from "@connectrpc/connect";
@@ -82,9 +82,16 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
   const live = s.takeGuard();
   let fence: bigint | undefined;
   try {
-    const spec = { sessionUid: s.uid, harness: s.meta.load()!.statics.harness };
-    const ref = ownSuspendRef(s);
-    await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
+    const harness = s.meta.load()!.statics.harness;
+    const served = await s.served(harness);
+    if (served?.runtime) {
+      const placed = await s.ensurePlaced(harness, served);
+      if (!placed.ok) return placed;
+    } else {
+      const spec = { sessionUid: s.uid, harness };
+      const ref = ownSuspendRef(s);
+      await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
+    }
     const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined);
     if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
       // The recovered turn reached a new gate: it is parked again, and cold.
@@ -142,6 +149,11 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       result = failure("canceled", "the turn was canceled before it started: nothing was written");
       return;
     }
+    const placed = await s.ensurePlaced(name, admitted.value.served);
+    if (!placed.ok) {
+      result = placed;
+      return;
+    }
     live.executionId = mintExecutionId();
     // Tell the Directory a turn is running, without holding the turn up for it.
     void s.syncDirectoryQuietly();
@@ -165,6 +177,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       parked = result === undefined;
     } else {
       result = turnFailure(outcome);
+      await s.pauseWarm(admitted.value.served);
     }
   } catch (e) {
     console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
@@ -188,11 +201,13 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
  */
 async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<Failure | undefined> {
   let ref;
+  const runtime = await s.runtimeFor(s.meta.load()!.statics.harness);
   try {
-    ref = await s.runtime.snapshot(await s.place(s.meta.load()!.statics.harness, s.journal.fence()), "EXTERNAL");
+    ref = await runtime.snapshot({ id: s.uid, worker: "", address: "", runtime: runtime.name, fence: s.journal.fence() }, "EXTERNAL");
   } catch (e) {
-    return failure("internal", `the turn parked on its approval, but the ${s.runtime.name} runtime could not snapshot it (${e instanceof Error ? e.message : "error"}): Suspend to retry`);
+    return failure("internal", `the turn parked on its approval, but the ${runtime.name} runtime could not snapshot it (${e instanceof Error ? e.message : "error"}): Suspend to retry`);
   }
+  if (runtime !== s.runtime) s.meta.setPlacement(ComputeState.COMPUTE_COLD);
   const r = s.append(
     [lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, { snapshotLocal: ref.local, snapshotExternalUri: ref.externalUri, snapshotMemory: ref.memory, snapshotSealed: ref.sealed })],
     { fence: 0n, mintFence: true },

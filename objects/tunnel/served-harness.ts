@@ -8,7 +8,11 @@ import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_regi
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { directoryStub, type Env } from "../env.js";
 import type { ServedHarness } from "../session/session-state.js";
+import { createHttpRuntime } from "../../runtimes/http/index.js";
+import { tunnelStub } from "../env.js";
+import type { PlacingRuntime } from "../session/session-state.js";
 import { resolveTunnelHarness, tunnelHarness } from "./tunnel-channel.js";
+import { TUNNEL_PATH_FOR_DIALBACK } from "./tunnel-paths.js";
 
 export async function resolveRemoteHarness(env: Env, name: string, session: { tenant: string; uid: string }, inbox: StreamInbox): Promise<ServedHarness | undefined> {
   const reg = await directoryStub(env, session.tenant).lookupHarness(name);
@@ -20,8 +24,30 @@ export async function resolveRemoteHarness(env: Env, name: string, session: { te
   switch (spec.placement.case) {
     case "tunnel":
       return { harness: tunnelHarness(env, name, session, inbox), registered: true, expectId: spec.descriptorId || undefined };
+    case "httpRuntime":
+      return {
+        harness: tunnelHarness(env, name, session, inbox),
+        registered: true,
+        expectId: spec.descriptorId || undefined,
+        runtime: placingRuntime(env, spec.placement.value.url, name, session),
+      };
     default:
       // Registered for a placement this host cannot run (yet): unknown here.
       return undefined;
   }
+}
+
+/**
+ * The backend of a registered http_runtime harness. Its incarnations dial back to this host's
+ * tunnel (PUBLIC_URL) with a one-time token minted for this session.
+ */
+function placingRuntime(env: Env, url: string, name: string, session: { tenant: string; uid: string }): PlacingRuntime {
+  const rt = createHttpRuntime({ baseUrl: url, name: `http runtime at ${new URL(url).host}` });
+  return Object.assign(rt, {
+    async dialback() {
+      if (!env.PUBLIC_URL) throw new Error("set PUBLIC_URL (this host's base URL) so runtime incarnations can dial back");
+      const token = await tunnelStub(env, session.tenant, name).mintToken(`${session.tenant}/${session.uid}`);
+      return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH_FOR_DIALBACK}?name=${encodeURIComponent(name)}`, token };
+    },
+  });
 }

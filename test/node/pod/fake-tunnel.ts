@@ -1,0 +1,98 @@
+/**
+ * A tiny fake of the host's harness tunnel (docs/tunnel.md) for the pod tests: a `ws` server at
+ * /harness/v1/connect that records each upgrade's URL and Authorization header and the harness's
+ * Hello, answers the Hello with a Welcome naming the session its one-time token was minted for,
+ * and can refuse tokens (401) or drop connections. `dialback(name, uid)` mints a token as the host
+ * would.
+ */
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { WebSocketServer, type WebSocket } from "ws";
+import { HarnessMessageSchema, HostMessageSchema, type Hello } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
+
+const SUBPROTOCOL = "agentsessions.harness.v1";
+
+export interface TunnelConnection {
+  id: string;
+  url: URL;
+  authorization: string | undefined;
+  /** The harness's Hello (undefined until it arrives). */
+  hello: Hello | undefined;
+  /** The session the token was minted for ("" for an unknown token). */
+  session: string;
+  ws: WebSocket;
+  closed: boolean;
+}
+
+export interface FakeTunnel {
+  /** The connect URL base: `${url}/harness/v1/connect?name=…` */
+  url: string;
+  connections: TunnelConnection[];
+  /** A tunnel URL and a fresh one-time token for `uid`, as the host hands a runtime. */
+  dialback(name: string, uid: string): { tunnelUrl: string; token: string };
+  /** Answer this token's upgrade with 401 (as the host does for a spent or unknown token). */
+  refuse(token: string): void;
+  /** Every token minted so far (to check none reaches a log). */
+  tokens(): string[];
+  close(): Promise<void>;
+}
+
+export async function startFakeTunnel(): Promise<FakeTunnel> {
+  const http = createServer((_req, res) => res.writeHead(404).end());
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (ps) => (ps.has(SUBPROTOCOL) ? SUBPROTOCOL : false) });
+  const minted = new Map<string, string>();
+  const refused = new Set<string>();
+  const connections: TunnelConnection[] = [];
+  http.on("upgrade", (req: IncomingMessage, socket, head) => {
+    const authorization = req.headers.authorization;
+    const token = authorization?.startsWith("Bearer ") ? authorization.slice(7) : "";
+    if (refused.has(token)) {
+      const body = JSON.stringify({ code: "unauthenticated", message: "this one-time token is unknown, used or expired" });
+      socket.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const c: TunnelConnection = {
+        id: `conn-${connections.length + 1}`,
+        url: new URL(req.url ?? "/", "http://tunnel"),
+        authorization,
+        hello: undefined,
+        session: minted.get(token) ?? "",
+        ws,
+        closed: false,
+      };
+      connections.push(c);
+      ws.on("close", () => (c.closed = true));
+      ws.on("message", (data, isBinary) => {
+        if (!isBinary) return;
+        const m = fromBinary(HarnessMessageSchema, new Uint8Array(data as Buffer));
+        if (m.message.case !== "hello") return;
+        c.hello = m.message.value;
+        const welcome = create(HostMessageSchema, { message: { case: "welcome", value: { connectionId: c.id, session: c.session } } });
+        ws.send(toBinary(HostMessageSchema, welcome));
+      });
+    });
+  });
+  http.listen(0, "127.0.0.1");
+  await once(http, "listening");
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  return {
+    url,
+    connections,
+    dialback(name, uid) {
+      const token = `ot_${randomBytes(12).toString("hex")}`;
+      minted.set(token, `default/${uid}`);
+      return { tunnelUrl: `${url}/harness/v1/connect?name=${name}`, token };
+    },
+    refuse: (token) => void refused.add(token),
+    tokens: () => [...minted.keys()],
+    async close() {
+      for (const c of wss.clients) c.terminate();
+      http.closeAllConnections();
+      await new Promise((r) => http.close(r));
+    },
+  };
+}
