@@ -60,6 +60,18 @@ export interface SessionHostDeps {
   /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
   setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
+  /** Where structured log lines go (one JSON object each); console.log by default. */
+  log?: (line: Record<string, unknown>) => void;
+}
+
+/** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
+export interface PlacementLine {
+  op: "admit" | "place" | "recover";
+  decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch";
+  harness: string;
+  harnessId?: string;
+  runtime: string;
+  startedMs: number;
 }
 
 /** A harness this session can place, and what its registration (if any) requires of it. */
@@ -176,23 +188,54 @@ export class SessionState {
 
   /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
   async admit(name: string): Promise<Outcome<DescribedHarness & { served: ServedHarness }>> {
+    const startedMs = this.d.now();
+    const line = (decision: PlacementLine["decision"], runtime: Runtime | undefined, harnessId?: string) =>
+      this.logPlacement({ op: "admit", decision, harness: name, harnessId, runtime: (runtime ?? this.runtime).name, startedMs });
     const served = await this.served(name);
-    if (!served) return failure("unknown_harness", `harness "${name}" is not served here`);
+    if (!served) {
+      line("unknown", undefined);
+      return failure("unknown_harness", `harness "${name}" is not served here`);
+    }
     const harness = served.harness;
     let descriptor;
     try {
       // A runtime backend describes a harness it hosts without starting it.
       descriptor = served.runtime ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS)) : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
     } catch (e) {
+      line("unavailable", served.runtime);
       return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
     }
-    if (!descriptor) return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    if (!descriptor) {
+      line("unavailable", served.runtime);
+      return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
+    }
     if (served.expectId && descriptor.id !== served.expectId) {
+      line("mismatch", served.runtime, descriptor.id);
       return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but describes itself as "${descriptor.id}"`);
     }
     const described = { name, harness, descriptor, served };
     const refused = this.canPlace(described, served.runtime);
+    line(refused ? "refused" : "admitted", served.runtime, descriptor.id);
     return refused ? failure("unplaceable", refused) : success(described);
+  }
+
+  /** One structured line per placement decision; refusals are INFO (the caller's problem, not ours). */
+  logPlacement(p: PlacementLine): void {
+    const meta = this.meta.load();
+    const line = {
+      level: p.decision === "unavailable" ? "warn" : "info",
+      msg: "placement",
+      component: "placer",
+      op: p.op,
+      decision: p.decision,
+      tenant: meta?.tenant ?? "",
+      session: meta?.uid ?? "",
+      harness: p.harness,
+      harness_id: p.harnessId ?? "",
+      runtime: p.runtime,
+      duration_ms: this.d.now() - p.startedMs,
+    };
+    (this.d.log ?? ((l) => console.log(JSON.stringify(l))))(line);
   }
 
   /** CanPlace (CONTRACT.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
@@ -210,6 +253,8 @@ export class SessionState {
   async ensurePlaced(name: string, served: ServedHarness): Promise<Outcome<true>> {
     const rt = served.runtime;
     if (!rt) return success(true);
+    const startedMs = this.d.now();
+    const line = (decision: PlacementLine["decision"]) => this.logPlacement({ op: "place", decision, harness: name, runtime: rt.name, startedMs });
     try {
       const spec = { sessionUid: this.uid, harness: name, dialback: await rt.dialback(name) };
       const paused = this.meta.load()!.placement;
@@ -219,8 +264,10 @@ export class SessionState {
         await rt.create(spec);
       }
     } catch (e) {
+      line("unavailable");
       return failure("harness_unavailable", `the ${rt.name} runtime could not place harness "${name}": ${e instanceof Error ? e.message : "error"}; nothing was written, retry`);
     }
+    line("placed");
     this.meta.setPlacement(ComputeState.COMPUTE_LIVE);
     return success(true);
   }

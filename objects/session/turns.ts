@@ -242,7 +242,11 @@ function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, obser
     sessionUid: s.uid,
     log: s.turnLog(),
     mintFence,
-    place: (h) => s.canPlace(h),
+    place: (h) => {
+      const refused = s.canPlace(h);
+      if (refused) s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs: s.d.now() });
+      return refused;
+    },
     describe: s.describer(),
     defaultHarness: DEFAULT_HARNESS,
     models: s.models(),

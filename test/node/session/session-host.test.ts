@@ -135,6 +135,26 @@ describe("SessionHost", () => {
     expect(host.get().ok && (host.get() as { value: { lastSeq: bigint } }).value.lastSeq).toBe(0n);
   });
 
+  it("placement logs: one INFO line per admission with decision, harness id, runtime, duration and session; no content", async () => {
+    const memory: Harness = { describe: () => descriptor("counter", Resumability.REQUIRES_MEMORY_SNAPSHOT), run: async () => {} };
+    const { host, logs } = setup({ memory });
+    const ok = await createSession(host, "echo");
+    await drain(host.exec(execReq({ inputs: [userText("secret words")] })));
+    const admitted = logs.filter((l) => l.msg === "placement");
+    expect(admitted).toEqual([
+      { level: "info", msg: "placement", component: "placer", op: "admit", decision: "admitted", tenant: "default", session: ok, harness: "echo", harness_id: "echo", runtime: "builtin", duration_ms: 0 },
+    ]);
+    expect(JSON.stringify(logs)).not.toContain("secret words");
+
+    const { host: h2, logs: l2 } = setup({ memory });
+    const refused = await createSession(h2, "memory");
+    await drain(h2.exec(execReq({ inputs: [userText("x")] })));
+    expect(l2.filter((l) => l.msg === "placement")).toEqual([
+      { level: "info", msg: "placement", component: "placer", op: "admit", decision: "refused", tenant: "default", session: refused, harness: "memory", harness_id: "counter", runtime: "builtin", duration_ms: 0 },
+    ]);
+    expect(JSON.stringify(l2)).not.toMatch(/fence/i);
+  });
+
   it("exec: a sink kept after Run returns is sealed and writes nothing", async () => {
     let kept: EventSink | undefined;
     const leaky: Harness = {

@@ -51,6 +51,8 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
   let clock = 1_700_000_000_000;
   /** The object's single alarm slot, as the session last set it. */
   const alarm: { at: number | null; sets: number } = { at: null, sets: 0 };
+  /** Structured log lines the session wrote. */
+  const logs: Record<string, unknown>[] = [];
   const harnesses = { echo: echoHarness, ...extra };
   const host = new SessionHost({
     db,
@@ -63,13 +65,14 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     erase: async () => eraseTestDb(db),
     tools: o.tools,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
+    log: (line) => void logs.push(line),
     setAlarm: async (at) => {
       alarm.at = at;
       alarm.sets++;
     },
   });
   const tick = (ms: number) => (clock += ms);
-  return { db, host, reports, tick, now: () => clock, alarm };
+  return { db, host, reports, tick, now: () => clock, alarm, logs };
 }
 
 export async function createSession(host: SessionHost, harness = "echo") {
