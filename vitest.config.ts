@@ -13,8 +13,9 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            // The test-only harnesses (runtimes/builtin/testing.ts) are served in the pool.
-            miniflare: { bindings: { TEST_HARNESSES: "1" } },
+            // The test-only harnesses (runtimes/builtin/testing.ts) are served in the pool, and
+            // requests come from loopback with authentication off (docs/security.md).
+            miniflare: { bindings: { TEST_HARNESSES: "1", AUTH_MODE: "none" } },
           }),
         ],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"] },

@@ -27,6 +27,69 @@ export interface ConfigEnv {
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
+  /** keys, jwt, or none (local development only); unset refuses every request (docs/security.md). */
+  AUTH_MODE?: string;
+  /** Secret: the API key table, a JSON list of {id, sha256, tenant, principal, roles}. */
+  AUTH_KEYS?: string;
+  AUTH_JWT_ISSUER?: string;
+  AUTH_JWT_AUDIENCE?: string;
+  /** The trusted public keys, a JWKS (`{"keys": [...]}`): RS256 and ES256. */
+  AUTH_JWT_JWKS?: string;
+  AUTH_JWT_TENANT_CLAIM?: string;
+  AUTH_JWT_PRINCIPAL_CLAIM?: string;
+  AUTH_JWT_ROLES_CLAIM?: string;
+  AUTH_JWT_SKEW_SECONDS?: string;
+  /** Limits and quotas (docs/security.md); each unset one takes its default below. */
+  MAX_REQUEST_BYTES?: string;
+  MAX_INPUTS_PER_EXEC?: string;
+  MAX_EVENT_BYTES?: string;
+  MAX_STRUCT_DEPTH?: string;
+  MAX_FORK_COUNT?: string;
+  MAX_CONCURRENT_EXECS?: string;
+  RATE_LIMIT_PER_SECOND?: string;
+  RATE_LIMIT_BURST?: string;
+}
+
+/** What one request, one event and one tenant may use. Every limit is refused before anything is written. */
+export interface HostLimits {
+  /** Request body, before it is parsed (RESOURCE_EXHAUSTED). */
+  maxRequestBytes: number;
+  /** Inputs in one Exec (INVALID_ARGUMENT). */
+  maxInputsPerExec: number;
+  /** One journaled event, encoded (RESOURCE_EXHAUSTED); never above the storage row limit. */
+  maxEventBytes: number;
+  /** Nesting of google.protobuf.Struct/ListValue in a request (INVALID_ARGUMENT). */
+  maxStructDepth: number;
+  /** Children of one Fork (INVALID_ARGUMENT); never above the contract's 128. */
+  maxForkCount: number;
+  /** Executions running at once per tenant, 0 for none (RESOURCE_EXHAUSTED). */
+  maxConcurrentExecs: number;
+  /** Requests per second per tenant, sustained and at once; rate 0 turns it off (RESOURCE_EXHAUSTED). */
+  ratePerSecond: number;
+  rateBurst: number;
+}
+
+/** A Durable Object row holds at most 2 MB; an event row also carries its hashes and fence. */
+const STORAGE_EVENT_CEILING = 1_900_000;
+const CONTRACT_MAX_FORK = 128;
+
+export function hostLimits(env: ConfigEnv): HostLimits {
+  return {
+    maxRequestBytes: whole(env.MAX_REQUEST_BYTES, 4 * 1024 * 1024),
+    maxInputsPerExec: whole(env.MAX_INPUTS_PER_EXEC, 64),
+    maxEventBytes: Math.min(whole(env.MAX_EVENT_BYTES, 1_000_000), STORAGE_EVENT_CEILING),
+    maxStructDepth: whole(env.MAX_STRUCT_DEPTH, 32),
+    maxForkCount: Math.min(whole(env.MAX_FORK_COUNT, CONTRACT_MAX_FORK), CONTRACT_MAX_FORK),
+    maxConcurrentExecs: whole(env.MAX_CONCURRENT_EXECS, 32, true),
+    ratePerSecond: whole(env.RATE_LIMIT_PER_SECOND, 200, true),
+    rateBurst: whole(env.RATE_LIMIT_BURST, 1000),
+  };
+}
+
+/** A positive whole number (or 0 where allowed); anything else is the default. */
+function whole(v: string | undefined, fallback: number, zeroAllowed = false): number {
+  const n = v === undefined || v.trim() === "" ? NaN : Number(v);
+  return Number.isInteger(n) && (n > 0 || (zeroAllowed && n === 0)) ? n : fallback;
 }
 
 export interface HostConfig {

@@ -6,13 +6,14 @@ import type { ConfigEnv } from "./config.js";
 import type { Directory } from "./directory.js";
 import type { HarnessTunnel } from "./harness-tunnel.js";
 import type { SessionObject } from "./session-object.js";
+import type { TenantLimiter } from "./tenant-limiter.js";
 
 export interface Env extends ConfigEnv {
   SESSIONS: DurableObjectNamespace<SessionObject>;
   DIRECTORY: DurableObjectNamespace<Directory>;
   HARNESS_TUNNELS: DurableObjectNamespace<HarnessTunnel>;
-  /** Secret: the token harness processes present on the tunnel (unset: no token needed, local only). */
-  HARNESS_TOKEN?: string;
+  /** One per tenant: request rate and concurrent executions (objects/limits). */
+  TENANT_LIMITS: DurableObjectNamespace<TenantLimiter>;
   /** Used only by the benchmark routes (bench/). */
   BENCH_OBJECT: DurableObjectNamespace<BenchObject>;
   /** "1" exposes the benchmark routes (bench/); never set in a deployment. */
@@ -31,4 +32,8 @@ export function directoryStub(env: Env, tenant: string): DurableObjectStub<Direc
 /** Tunnels are named `<tenant>/<harness name>`: a harness serves one tenant only. */
 export function tunnelStub(env: Env, tenant: string, name: string): DurableObjectStub<HarnessTunnel> {
   return env.HARNESS_TUNNELS.get(env.HARNESS_TUNNELS.idFromName(`${tenant}/${name}`));
+}
+
+export function limiterStub(env: Env, tenant: string): DurableObjectStub<TenantLimiter> {
+  return env.TENANT_LIMITS.get(env.TENANT_LIMITS.idFromName(tenant));
 }

@@ -160,7 +160,8 @@ export class HarnessTunnel extends DurableObject<Env> {
 
   /** A one-time token for the incarnation a runtime starts for `session` (`<tenant>/<uid>`). */
   mintToken(session: string): string {
-    const token = `ot_${randomHex(24)}`;
+    // The tenant rides in the token (`ot_<tenant>~<secret>`) so the front door finds this object.
+    const token = `ot_${session.split("/")[0]}~${randomHex(24)}`;
     this._store.addToken(sha256Hex(token), session, Date.now() + TOKEN_TTL_MS);
     return token;
   }

@@ -13,7 +13,7 @@ import { ExecRequestSchema, SessionSchema, type Session } from "../proto/gen/age
 import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { resolveRemoteHarness } from "./tunnel/served-harness.js";
 import { builtinHarnesses } from "../runtimes/builtin/index.js";
-import { hostConfig } from "./config.js";
+import { hostConfig, hostLimits } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
 import type { DirectoryRow } from "./directory/directory-store.js";
 import { directoryStub, type Env } from "./env.js";
@@ -45,6 +45,7 @@ export class SessionObject extends DurableObject<Env> {
         await ctx.storage.deleteAll();
       },
       tools: config.executor && createHttpExecutor(config.executor),
+      maxEventBytes: hostLimits(env).maxEventBytes,
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
       remote: (name, session, inbox) => resolveRemoteHarness(env, name, session, inbox),
       setAlarm: async (atMs) => {

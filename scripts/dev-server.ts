@@ -73,7 +73,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
       "warn",
     ];
     // Runtime backends' incarnations dial back to this URL (objects/tunnel/served-harness.ts).
-    for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, ...opts.vars })) args.push("--var", `${k}:${v}`);
+    // Local development: authentication off unless a test configures it (opts.vars.AUTH_MODE).
+    for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, AUTH_MODE: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
     const fd = openSync(logFile, "a");
     child = spawn(process.execPath, args, {
       cwd: ROOT,

@@ -34,6 +34,8 @@ const args = [
   "log",
 ];
 for (const [k, v] of vars) args.push("--var", `${k}:${v}`);
+// Local development: authentication is off unless AUTH_MODE is set (docs/security.md).
+if (!process.env.AUTH_MODE) args.push("--var", "AUTH_MODE:none");
 // Runtime backends (npm run pod) dial back to this host's tunnel here.
 if (!process.env.PUBLIC_URL) args.push("--var", `PUBLIC_URL:http://127.0.0.1:${port}`);
 

@@ -2,15 +2,21 @@
  * Per-request values handed from the fetch entry to the RPC implementations through Connect's
  * context values: who is calling (tenant, principal) and the request id for the log line.
  */
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { DEFAULT_TENANT, type TenantId } from "../proto/ids.js";
+import { createContextKey, type Code, type HandlerContext } from "@connectrpc/connect";
+import type { TenantId } from "../proto/ids.js";
+import type { Principal } from "./auth/principal.js";
 
 export interface Caller {
+  /** The principal's tenant; "" when the request was not authenticated (nothing is served then). */
   tenant: TenantId;
   requestId: string;
+  /** Who is calling, when authentication succeeded. */
+  principal?: Principal;
+  /** Why authentication failed (auth/authorize.ts answers with it). */
+  refusal?: { code: Code; message: string };
 }
 
-export const callerKey = createContextKey<Caller>({ tenant: DEFAULT_TENANT, requestId: "" }, { description: "caller" });
+export const callerKey = createContextKey<Caller>({ tenant: "" as TenantId, requestId: "" }, { description: "caller" });
 
 /** Fields the implementation adds to the request's log line (never contents). */
 export interface LogFields {
@@ -21,6 +27,13 @@ export const logFieldsKey = createContextKey<LogFields | undefined>(undefined, {
 
 export function callerOf(ctx: HandlerContext): Caller {
   return ctx.values.get(callerKey);
+}
+
+/** The authenticated principal; auth/authorize.ts guarantees there is one past the interceptor. */
+export function principalOf(ctx: HandlerContext): Principal {
+  const p = ctx.values.get(callerKey).principal;
+  if (!p) throw new Error("no authenticated principal: the authorize interceptor did not run");
+  return p;
 }
 
 export function noteSession(ctx: HandlerContext, uid: string): void {

@@ -3,31 +3,44 @@
  * inspector UI. Exports the Durable Object classes wrangler binds.
  */
 import { createContextValues } from "@connectrpc/connect";
+import { hostLimits, type HostLimits } from "../objects/config.js";
 import type { Env } from "../objects/index.js";
-import { DEFAULT_TENANT, randomHex } from "../proto/ids.js";
+import { randomHex, type TenantId } from "../proto/ids.js";
+import { createAuthenticator, type Authenticator } from "./auth/index.js";
 import { callerKey } from "./context.js";
 import { createRpcHandlers, serveRpc, type RpcHandlers } from "./router.js";
 import { serveBench } from "./bench.js";
 import { serveUi } from "./ui.js";
 import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
 
-export { SessionObject, Directory, BenchObject, HarnessTunnel } from "../objects/index.js";
+export { SessionObject, Directory, BenchObject, HarnessTunnel, TenantLimiter } from "../objects/index.js";
 
 let handlers: RpcHandlers | undefined;
+let auth: Authenticator | undefined;
+let limits: HostLimits | undefined;
 
 export default {
   async fetch(req: Request, env: Env): Promise<Response> {
     const url = new URL(req.url);
     handlers ??= createRpcHandlers(env);
+    auth ??= createAuthenticator(env);
+    limits ??= hostLimits(env);
     const handler = handlers.get(url.pathname);
     if (handler) {
+      // Authenticated here; auth/authorize.ts refuses inside the router, in the caller's protocol.
+      const who = await auth.authenticate(req);
       const values = createContextValues();
-      values.set(callerKey, { tenant: DEFAULT_TENANT, requestId: requestIdOf(req) });
-      return serveRpc(handler, req, values);
+      values.set(
+        callerKey,
+        who.ok
+          ? { tenant: who.principal.tenant, requestId: requestIdOf(req), principal: who.principal }
+          : { tenant: "" as TenantId, requestId: requestIdOf(req), refusal: { code: who.code, message: who.message } },
+      );
+      return serveRpc(handler, await withBufferedBody(req, limits.maxRequestBytes), values);
     }
     if (url.pathname === "/healthz") return new Response("ok\n");
-    if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env);
-    if (url.pathname.startsWith("/_bench/") && env.BENCH === "1") return serveBench(req, env);
+    if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env, auth);
+    if (url.pathname.startsWith("/_bench/") && env.BENCH === "1" && auth.mode === "none") return serveBench(req, env);
     const ui = serveUi(url.pathname);
     if (ui) return ui;
     return Response.json(
@@ -36,6 +49,32 @@ export default {
     );
   },
 } satisfies ExportedHandler<Env>;
+
+/**
+ * The request with its body read up front, keeping a little over `max` bytes (the router's
+ * readMaxBytes then refuses it as too large). Reading it all here means no refusal leaves a
+ * request body half read, which breaks the connection it came on under `wrangler dev`.
+ */
+async function withBufferedBody(req: Request, max: number): Promise<Request> {
+  if (!req.body) return req;
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    // Past the limit the rest is read and dropped: the connection stays usable for the next call.
+    if (size > max) continue;
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) body.set(c, (at += c.byteLength) - c.byteLength);
+  const headers = new Headers(req.headers);
+  headers.delete("content-length");
+  return new Request(req.url, { method: req.method, headers, body, signal: req.signal });
+}
 
 function requestIdOf(req: Request): string {
   const given = req.headers.get("x-request-id");

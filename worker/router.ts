@@ -15,24 +15,26 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
 import { createHttpRuntime } from "../runtimes/http/index.js";
+import { authorize } from "./auth/index.js";
+import { createLimitGuards } from "./limits.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
-/** Requests larger than this are refused before they are parsed. */
-export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-
 export type RpcHandlers = Map<string, UniversalHandler>;
 
 export function createRpcHandlers(env: Env): RpcHandlers {
+  const guards = createLimitGuards(env);
   const router = createConnectRouter({
-    interceptors: [requestLog],
-    readMaxBytes: MAX_REQUEST_BYTES,
+    // Logged first, so refusals are logged too; nothing past authorize runs for a refused caller.
+    interceptors: [requestLog, authorize, guards.rateLimit],
+    // Larger requests are refused before they are parsed.
+    readMaxBytes: guards.limits.maxRequestBytes,
     // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.
     jsonOptions: { ignoreUnknownFields: false },
   });
-  router.service(Sessions, createSessionsService(env));
+  router.service(Sessions, createSessionsService(env, guards));
   router.service(Audit, createAuditService(env));
   router.service(
     HarnessRegistry,

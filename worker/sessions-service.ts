@@ -20,14 +20,17 @@ import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessR
 import { hostConfig } from "../objects/config.js";
 import { directoryStub, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
 import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
-import { callerOf, noteSession } from "./context.js";
+import { recordedIdentity } from "./auth/index.js";
+import { callerOf, noteSession, principalOf } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
-import { forkSession, MAX_FORK_CHILDREN } from "./fork.js";
+import { forkSession } from "./fork.js";
+import { checkStructDepth, type LimitGuards } from "./limits.js";
 
 export const DEFAULT_PROJECT = "default";
 const REPLAY_PAGE = 500;
 
-export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
+export function createSessionsService(env: Env, guards: LimitGuards): ServiceImpl<typeof Sessions> {
+  const { limits } = guards;
   const config = hostConfig(env);
   const harnesses = builtinHarnesses({ chat: config.model !== undefined, testing: config.testHarnesses });
   return {
@@ -58,6 +61,10 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
     },
 
     async *exec(req, ctx) {
+      if (req.inputs.length > limits.maxInputsPerExec) {
+        throw new ConnectError(`an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`, Code.InvalidArgument);
+      }
+      checkStructDepth(ExecRequestSchema, req, limits.maxStructDepth, "this Exec request");
       let uid: SessionUid;
       if (req.session === "") {
         const created = await createSession(env, harnesses, ctx, {
@@ -69,11 +76,14 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
       }
       noteSession(ctx, uid);
       const body: ExecRequest = { ...req, session: uid };
-      const start = await sessionStub(env, callerOf(ctx).tenant, uid).exec(toBinary(ExecRequestSchema, body));
-      if (!start.ok) throw connectErrorFrom(start);
+      const tenant = callerOf(ctx).tenant;
+      const release = await guards.leaseExecution(tenant, uid);
       const decoder = new FrameDecoder();
-      const reader = start.frames.getReader();
+      let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
+        const start = await sessionStub(env, tenant, uid).exec(toBinary(ExecRequestSchema, body));
+        if (!start.ok) throw connectErrorFrom(start);
+        reader = start.frames.getReader();
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
@@ -83,7 +93,8 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
           }
         }
       } finally {
-        reader.releaseLock();
+        reader?.releaseLock();
+        await release().catch(() => undefined);
       }
       if (!decoder.drained) throw new ConnectError("the turn's stream was cut short; read the session and Replay", Code.Unavailable);
     },
@@ -146,8 +157,8 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
       if (req.identity !== undefined) {
         throw new ConnectError("ForkRequest.identity is unsupported: per-child principals are not enforced", Code.InvalidArgument);
       }
-      if (req.count > MAX_FORK_CHILDREN) {
-        throw new ConnectError(`count ${req.count} is over the limit of ${MAX_FORK_CHILDREN} children per fork`, Code.InvalidArgument);
+      if (req.count > limits.maxForkCount) {
+        throw new ConnectError(`count ${req.count} is over the limit of ${limits.maxForkCount} children per fork: fork in several calls`, Code.InvalidArgument);
       }
       const count = req.count <= 0 ? 1 : req.count;
       if (req.childNames.length !== 0 && req.childNames.length !== count) {
@@ -170,7 +181,7 @@ export function createSessionsService(env: Env): ServiceImpl<typeof Sessions> {
         requestSeq: req.requestSeq,
         approved: req.approved,
         reason: req.reason,
-        identity: req.identity,
+        identity: recordedIdentity(principalOf(ctx), req.identity, "identity"),
       });
       if (!r.ok) throw connectErrorFrom(r);
       const d = r.value.decision;
@@ -201,7 +212,7 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
     labels: s.labels,
     annotations: s.annotations,
     origin: isEmptyOrigin(s.origin) ? undefined : s.origin,
-    identity: isEmptyIdentity(s.identity) ? undefined : s.identity,
+    identity: recordedIdentity(principalOf(ctx), s.identity, "session.identity"),
   });
   const uid = mintSessionUid();
   const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, toBinary(SessionSchema, statics));
@@ -222,10 +233,6 @@ async function tunnelServes(env: Env, tenant: string, name: string): Promise<boo
   if (!HARNESS_NAME_RE.test(name)) return false;
   const s = await tunnelStub(env, tenant, name).status();
   return s.known || s.connected > 0;
-}
-
-function isEmptyIdentity(i: Session["identity"]): boolean {
-  return !i || (!i.principal && !i.issuer && !i.subject);
 }
 
 function isEmptyOrigin(o: Session["origin"]): boolean {

@@ -3,16 +3,19 @@
  * WebSocket owned by the HarnessTunnel object of this tenant and name. Every refusal happens here,
  * before the upgrade, as an HTTP error with a Connect JSON body.
  */
-import { builtinHarnesses } from "../runtimes/builtin/index.js";
-import { DEFAULT_TENANT } from "../proto/ids.js";
+import { Code } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { TUNNEL_SUBPROTOCOL, tunnelStub, type Env } from "../objects/index.js";
 import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
 import { TUNNEL_PATH_FOR_DIALBACK } from "../objects/tunnel/tunnel-paths.js";
+import { parseTenantId } from "../proto/ids.js";
+import { builtinHarnesses } from "../runtimes/builtin/index.js";
+import { bearerOf, type Authenticator } from "./auth/index.js";
 
 export const TUNNEL_PATH = TUNNEL_PATH_FOR_DIALBACK;
 const RESERVED = new Set(builtinHarnesses({ chat: true, testing: true }).names());
 
-export async function serveTunnel(req: Request, env: Env): Promise<Response> {
+export async function serveTunnel(req: Request, env: Env, auth: Authenticator): Promise<Response> {
   const url = new URL(req.url);
   if (req.method !== "GET" || req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     return refuse(426, "failed_precondition", "the harness tunnel is a WebSocket: connect with Upgrade: websocket (see docs/tunnel.md)");
@@ -26,35 +29,27 @@ export async function serveTunnel(req: Request, env: Env): Promise<Response> {
     return refuse(400, "invalid_argument", "name must be a harness name: lowercase letters, digits and '-', at most 63 characters");
   }
   if (RESERVED.has(name)) return refuse(403, "permission_denied", `${name} is a built-in harness name; serve yours under another name`);
-  const tenant = DEFAULT_TENANT;
-  const token = bearer(req);
+  const token = bearerOf(req);
+  let tenant: string;
   let session = "";
   if (token?.startsWith("ot_")) {
-    // A runtime's one-time token: this connection serves that one session.
-    session = (await tunnelStub(env, tenant, name).consumeToken(token)) ?? "";
+    // A runtime's one-time token (`ot_<tenant>~<secret>`): this connection serves that one session.
+    tenant = parseTenantId(token.slice(3).split("~")[0] ?? "") ?? "";
+    session = tenant ? ((await tunnelStub(env, tenant, name).consumeToken(token)) ?? "") : "";
     if (!session) return refuse(401, "unauthenticated", "this one-time token is unknown, used or expired: ask the runtime for a new incarnation");
-  } else if (env.HARNESS_TOKEN && !sameSecret(token ?? "", env.HARNESS_TOKEN)) {
-    return refuse(401, "unauthenticated", "a valid harness token is required: send Authorization: Bearer <token>");
+  } else {
+    const who = await auth.authenticate(req);
+    if (!who.ok) return refuse(who.code === Code.Internal ? 500 : 401, codeToString(who.code), who.message);
+    if (!who.principal.roles.has("harness")) {
+      return refuse(403, "permission_denied", `${who.principal.name} may not serve harnesses: it needs the harness role`);
+    }
+    tenant = who.principal.tenant;
   }
   const headers = new Headers(req.headers);
   for (const h of [...headers.keys()]) if (h.startsWith("x-agentsessions-")) headers.delete(h);
   headers.set("x-agentsessions-harness", name);
   headers.set("x-agentsessions-session", session);
   return tunnelStub(env, tenant, name).fetch(new Request(req.url, { method: "GET", headers }));
-}
-
-function bearer(req: Request): string | undefined {
-  const h = req.headers.get("authorization") ?? "";
-  return h.toLowerCase().startsWith("bearer ") ? h.slice(7).trim() : undefined;
-}
-
-/** Compares without an early exit, so timing does not tell how much of a guess was right. */
-function sameSecret(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
-  return diff === 0;
 }
 
 function refuse(status: number, code: string, message: string): Response {

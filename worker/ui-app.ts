@@ -312,6 +312,13 @@ function decideApproval(approved) {
 // ---- wiring
 
 function bindControls() {
+  byId("token").value = sessionStorage.getItem(TOKEN_KEY) || "";
+  byId("token").addEventListener("change", (e) => {
+    const token = e.target.value.trim();
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    listSessions(true);
+  });
   byId("list-form").addEventListener("submit", (e) => (e.preventDefault(), listSessions(true)));
   byId("more").addEventListener("click", () => listSessions(false));
   byId("create-form").addEventListener("submit", (e) => (e.preventDefault(), createSession(e.target)));

@@ -28,6 +28,7 @@ const BODY = `
 <header>
   <h1>agentsessions</h1><span class="sub">inspector</span>
   <output id="status" role="status" aria-live="polite"></output>
+  <label class="token">Token <input id="token" type="password" autocomplete="off" placeholder="bearer token (if required)"></label>
 </header>
 <main>
   <section class="pane" aria-label="Sessions">

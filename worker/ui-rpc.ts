@@ -32,6 +32,15 @@ function rpcErrorFrom(json, status) {
   return new RpcError(codeFromHttpStatus(status), "HTTP " + status);
 }
 
+// The bearer token typed into the header, kept for this tab only (sessionStorage).
+const TOKEN_KEY = "agentsessions-token";
+function rpcHeaders(contentType) {
+  const headers = { "content-type": contentType, "connect-protocol-version": "1" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.authorization = "Bearer " + token;
+  return headers;
+}
+
 function parseJson(text) {
   try {
     return text ? JSON.parse(text) : {};
@@ -44,7 +53,7 @@ function parseJson(text) {
 async function unary(method, body) {
   const res = await fetch(RPC_BASE + method, {
     method: "POST",
-    headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+    headers: rpcHeaders("application/json"),
     body: JSON.stringify(body),
   });
   const json = parseJson(await res.text());
@@ -85,7 +94,7 @@ function concatBytes(a, b) {
 async function* serverStream(method, body, signal) {
   const res = await fetch(RPC_BASE + method, {
     method: "POST",
-    headers: { "content-type": "application/connect+json", "connect-protocol-version": "1" },
+    headers: rpcHeaders("application/connect+json"),
     body: envelope(body),
     signal,
   });

@@ -19,6 +19,7 @@ body { margin: 0; background: var(--bg); color: var(--fg); }
 header { display: flex; gap: 1rem; align-items: baseline; padding: .6rem 1rem; border-bottom: 1px solid var(--line); }
 header h1 { font-size: 1.1rem; margin: 0; }
 header .sub { color: var(--muted); }
+header .token { margin-left: auto; }
 #status { margin-left: auto; color: var(--muted); max-width: 60%; overflow-wrap: anywhere; }
 #status.error { color: var(--bad); }
 main { display: grid; grid-template-columns: minmax(22rem, 2fr) 3fr; gap: 1rem; padding: 1rem; }

@@ -84,7 +84,7 @@ describe("SessionObject in workerd", () => {
 
   it("Connect through the Worker: CreateSession, Exec and Replay agree record for record", async () => {
     const transport = createConnectTransport({
-      baseUrl: "https://host.test",
+      baseUrl: "http://127.0.0.1",
       fetch: (input, init) => SELF.fetch(input as RequestInfo, { ...init, redirect: "manual" }),
     });
     const client = createClient(Sessions, transport);
