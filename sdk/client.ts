@@ -297,7 +297,10 @@ export function createSessionsClient(opts: ClientOptions = {}): SessionsClient {
 /** One line for a person: the code, the server's message, and a hint for transport failures. */
 export function describeError(e: unknown, server = DEFAULT_SERVER): string {
   const err = ConnectError.from(e);
-  if (err.code === Code.Unauthenticated) return `unauthenticated: ${err.rawMessage} (pass --token or set AGENTSESSIONS_TOKEN)`;
+  if (err.code === Code.Unauthenticated) {
+    const hint = err.rawMessage.includes("AGENTSESSIONS_TOKEN") ? "" : " (pass --token or set AGENTSESSIONS_TOKEN)";
+    return `unauthenticated: ${err.rawMessage}${hint}`;
+  }
   if (err.code === Code.PermissionDenied) return `permission denied: ${err.rawMessage}`;
   if (err.code === Code.Unavailable || err.code === Code.Unknown || err.code === Code.Internal) {
     const cause = err.cause instanceof Error ? err.cause.message : "";

@@ -16,6 +16,7 @@ import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js"
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
+import { agentctl, sessionOf } from "../cli/run-agentctl.js";
 import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -115,6 +116,24 @@ describe("authentication", () => {
     const approve = await errorOf(as("aWrite").approve(uid, { executionId: "e", toolCallId: "c", requestSeq: 1n, approved: false }));
     expect(approve?.code).toBe(Code.PermissionDenied);
     expect((await as("aRead").get(uid)).lastSeq).toBe((await as("aWrite").get(uid)).lastSeq);
+  });
+});
+
+describe("agentctl with a key", () => {
+  it("no key: exit 1 and a hint to pass --token; --token or AGENTSESSIONS_TOKEN works; a read key's write is permission denied", async () => {
+    const server_ = ["--server", server.url];
+    const bare = await agentctl(["list", ...server_]);
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toMatch(/^agentctl list: unauthenticated: an API key is required: .*--token or AGENTSESSIONS_TOKEN\)\n$/);
+    const created = await agentctl(["create", ...server_, "--token", KEYS.aWrite.token]);
+    expect(created.code).toBe(0);
+    const uid = sessionOf(created);
+    const viaEnv = await agentctl(["get", uid, ...server_], { env: { AGENTSESSIONS_TOKEN: KEYS.aRead.token } });
+    expect(viaEnv.code).toBe(0);
+    expect(viaEnv.stdout).toContain(uid);
+    const denied = await agentctl(["exec", "--session", uid, "--input", "hi", ...server_], { env: { AGENTSESSIONS_TOKEN: KEYS.aRead.token } });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toMatch(/^agentctl exec: permission denied: reader@a may not call Exec: it needs the write role/);
   });
 });
 
