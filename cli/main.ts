@@ -17,6 +17,7 @@ import { exportCommand } from "./commands/export.js";
 import { forkCommand } from "./commands/fork.js";
 import { getCommand } from "./commands/get.js";
 import { harnessCommand } from "./commands/harness.js";
+import { keyCommand } from "./commands/key.js";
 import { hashCommand } from "./commands/hash.js";
 import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
@@ -41,6 +42,7 @@ export const COMMANDS: readonly Command[] = [
   hashCommand,
   exportCommand,
   harnessCommand,
+  keyCommand,
 ];
 
 export interface CliIo {

@@ -28,16 +28,20 @@ const KEYS = {
   aHarness: { token: "tok-a-harness", tenant: "tenant-a", principal: "runner@a", roles: ["harness"] },
   bAll: { token: "tok-b-admin", tenant: "tenant-b", principal: "admin@b", roles: ["admin"] },
 };
-const AUTH_KEYS = JSON.stringify(Object.entries(KEYS).map(([id, k]) => ({ id, sha256: sha(k.token), tenant: k.tenant, principal: k.principal, roles: k.roles })));
+const entries = () => Object.entries(KEYS).map(([id, k]) => ({ id, sha256: sha(k.token), tenant: k.tenant, principal: k.principal, roles: k.roles }));
+/** A key minted by `agentctl key new`, as an operator would. */
+let minted: { key: string; entry: { sha256: string; tenant: string; principal: string; roles: string[] } };
 
 let server: DevServer;
 const as = (k: keyof typeof KEYS) => new SessionsClient({ server: server.url, token: KEYS[k].token, binary: false });
 
 beforeAll(async () => {
+  const run = await agentctl(["key", "new", "--tenant", "tenant-a", "--principal", "minted@a", "--roles", "read", "--json"]);
+  minted = JSON.parse(run.stdout) as typeof minted;
   server = await startDevServer({
     vars: {
       AUTH_MODE: "keys",
-      AUTH_KEYS,
+      AUTH_KEYS: JSON.stringify([...entries(), minted.entry]),
       TEST_HARNESSES: "1",
       MAX_INPUTS_PER_EXEC: "3",
       MAX_FORK_COUNT: "4",
@@ -134,6 +138,17 @@ describe("agentctl with a key", () => {
     const denied = await agentctl(["exec", "--session", uid, "--input", "hi", ...server_], { env: { AGENTSESSIONS_TOKEN: KEYS.aRead.token } });
     expect(denied.code).toBe(1);
     expect(denied.stderr).toMatch(/^agentctl exec: permission denied: reader@a may not call Exec: it needs the write role/);
+  });
+
+  it("agentctl key new: the key works, the entry holds only its SHA-256", async () => {
+    expect(minted.entry.sha256).toBe(sha(minted.key));
+    expect(JSON.stringify(minted.entry)).not.toContain(minted.key);
+    expect(minted.entry).toMatchObject({ tenant: "tenant-a", principal: "minted@a", roles: ["read"] });
+    const listed = await agentctl(["list", "--server", server.url, "--token", minted.key]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const bad = await agentctl(["key", "new", "--tenant", "Acme", "--principal", "p", "--roles", "read"]);
+    expect(bad.code).toBe(2);
+    expect((await agentctl(["key", "new", "--tenant", "acme", "--principal", "p", "--roles", "root"])).stderr).toMatch(/not: root/);
   });
 });
 
