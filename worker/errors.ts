@@ -47,6 +47,9 @@ export function codeFor(reason: FailureReason): Code {
       return Code.Canceled;
     // DESIGN.md §4: an event over the row limit is refused before anything is journaled.
     case "event_too_large":
+    // Session metadata over MAX_STATICS_BYTES (objects/session/meta-store.ts): refused like an
+    // oversized event, before SQLite would refuse the row (SQLITE_TOOBIG) as INTERNAL.
+    case "metadata_too_large":
       return Code.ResourceExhausted;
     // A uid collision on create: astronomically unlikely, and the client can simply retry.
     case "session_exists":

@@ -2,12 +2,14 @@
  * The Worker entry: resolves the caller, routes RPCs to the Connect handlers and serves the
  * inspector UI. Exports the Durable Object classes wrangler binds.
  */
-import { createContextValues } from "@connectrpc/connect";
+import { Code, createContextValues } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import type { Env } from "../objects/index.js";
 import { randomHex, type TenantId } from "../proto/ids.js";
 import { createAuthenticator, type Authenticator } from "./auth/index.js";
 import { callerKey } from "./context.js";
+import { refuseMalformed } from "./request-check.js";
+import { logRpc } from "./request-log.js";
 import { createRpcHandlers, serveRpc, type RpcHandlers } from "./router.js";
 import { serveBench } from "./bench.js";
 import { serveUi } from "./ui.js";
@@ -36,7 +38,16 @@ export default {
           ? { tenant: who.principal.tenant, requestId: requestIdOf(req), principal: who.principal }
           : { tenant: "" as TenantId, requestId: requestIdOf(req), refusal: { code: who.code, message: who.message } },
       );
-      return serveRpc(handler, await withBufferedBody(req, limits.maxRequestBytes), values);
+      const buffered = await withBufferedBody(req, limits.maxRequestBytes);
+      if (buffered.body.length <= limits.maxRequestBytes) {
+        const refused = refuseMalformed(handler.method, buffered.request, buffered.body);
+        if (refused) {
+          const caller = values.get(callerKey);
+          logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: "", operation: handler.method.name, code: Code.InvalidArgument, durationMs: 0 });
+          return refused;
+        }
+      }
+      return serveRpc(handler, buffered.request, values);
     }
     if (url.pathname === "/healthz") return new Response("ok\n");
     if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env, auth);
@@ -55,8 +66,8 @@ export default {
  * readMaxBytes then refuses it as too large). Reading it all here means no refusal leaves a
  * request body half read, which breaks the connection it came on under `wrangler dev`.
  */
-async function withBufferedBody(req: Request, max: number): Promise<Request> {
-  if (!req.body) return req;
+async function withBufferedBody(req: Request, max: number): Promise<{ request: Request; body: Uint8Array }> {
+  if (!req.body) return { request: req, body: new Uint8Array(0) };
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -73,7 +84,7 @@ async function withBufferedBody(req: Request, max: number): Promise<Request> {
   for (const c of chunks) body.set(c, (at += c.byteLength) - c.byteLength);
   const headers = new Headers(req.headers);
   headers.delete("content-length");
-  return new Request(req.url, { method: req.method, headers, body, signal: req.signal });
+  return { request: new Request(req.url, { method: req.method, headers, body, signal: req.signal }), body };
 }
 
 function requestIdOf(req: Request): string {

@@ -8,26 +8,39 @@ import { callerKey, logFieldsKey } from "./context.js";
 
 const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
 
+export interface RpcLine {
+  requestId: string;
+  tenant: string;
+  session: string;
+  operation: string;
+  code: Code | undefined;
+  durationMs: number;
+}
+
+/** Writes one RPC line; also used for requests refused before the router (worker/index.ts). */
+export function logRpc(l: RpcLine): void {
+  const level = l.code !== undefined && SERVER_FAULTS.has(l.code) ? "error" : "info";
+  console.log(
+    JSON.stringify({
+      level,
+      msg: "rpc",
+      request_id: l.requestId,
+      tenant: l.tenant,
+      session: l.session,
+      operation: l.operation,
+      outcome: l.code === undefined ? "ok" : Code[l.code],
+      duration_ms: l.durationMs,
+    }),
+  );
+}
+
 export const requestLog: Interceptor = (next) => async (req) => {
   const started = Date.now();
   const fields = { session: undefined as string | undefined };
   req.contextValues.set(logFieldsKey, fields);
   const line = (code: Code | undefined) => {
     const caller = req.contextValues.get(callerKey);
-    const outcome = code === undefined ? "ok" : Code[code];
-    const level = code !== undefined && SERVER_FAULTS.has(code) ? "error" : "info";
-    console.log(
-      JSON.stringify({
-        level,
-        msg: "rpc",
-        request_id: caller.requestId,
-        tenant: caller.tenant,
-        session: fields.session ?? "",
-        operation: req.method.name,
-        outcome,
-        duration_ms: Date.now() - started,
-      }),
-    );
+    logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: fields.session ?? "", operation: req.method.name, code, durationMs: Date.now() - started });
   };
   try {
     const res = await next(req);

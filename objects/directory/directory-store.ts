@@ -8,6 +8,7 @@
  * are never skipped or repeated. Tested in test/node/directory/directory-store.test.ts.
  */
 import { isSessionUid } from "../../proto/ids.js";
+import { MAX_STATICS_BYTES } from "../session/meta-store.js";
 import { migrate, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
 
@@ -90,6 +91,10 @@ export class DirectoryStore {
 
   list(project: string, pageSize: number, pageToken: string): ListResult {
     const size = pageSize <= 0 ? DEFAULT_PAGE_SIZE : Math.min(pageSize, MAX_PAGE_SIZE);
+    // A stored project fits in its session's metadata, so a longer one matches nothing; and a
+    // client-sized one would reach SQLite as a parameter over its 2 MB limit, SQLITE_TOOBIG,
+    // which surfaced as INTERNAL (test/node/fuzz).
+    if (project.length > MAX_STATICS_BYTES) return { ok: true, sessions: [], nextPageToken: "" };
     let rows: { uid: string; create_ms: number; session: Uint8Array }[];
     if (pageToken === "") {
       rows = this._db.query(stmts.first, project, size + 1);

@@ -139,6 +139,10 @@ export class RegistryStore {
   }
 
   get(name: string): HarnessRecord | undefined {
+    // Registration admits DNS labels (at most 63 characters) only, so a longer name cannot match;
+    // and a client-sized one (an Exec harness override) would reach SQLite as a parameter over
+    // its 2 MB limit, SQLITE_TOOBIG, which surfaced as INTERNAL (test/node/fuzz).
+    if (name.length > 63) return undefined;
     const row = this._db.query<Row>(stmts.get, name)[0];
     return row && recordFromRow(row);
   }

@@ -13,7 +13,7 @@ import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
-import { INITIAL_STATES, type SessionMeta } from "./meta-store.js";
+import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, type States } from "./projection.js";
 import { migrateSession } from "./schema.js";
@@ -44,6 +44,9 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
 /** Creates the child's storage and metadata (not yet listed) and mints its first fence. */
 export function forkBegin(s: SessionState, tenant: string, uid: string, statics: Session): Outcome<true> {
   if (s.exists()) return failure("session_exists", `session ${uid} already exists`);
+  // The fork's labels and child name come from the ForkRequest: the same bound as CreateSession.
+  const tooLarge = staticsTooLarge(statics);
+  if (tooLarge) return failure("metadata_too_large", tooLarge);
   migrateSession(s.d.db);
   const now = s.d.now();
   const meta: SessionMeta = { tenant, uid, statics, createMs: now, updateMs: now, ...INITIAL_STATES };

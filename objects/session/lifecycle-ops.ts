@@ -86,8 +86,17 @@ export async function deleteSession(s: SessionState, tombstone: (final: Session,
   if (!s.exists()) return notFound();
   if (s.live) return failure("session_busy", "a turn is running on this session: Cancel it (or wait for it to end), then delete");
   const final = s.render();
-  await tombstone(final, s.journal.head().hash);
-  await s.d.erase();
-  s.forget();
-  return success(final);
+  // Held until the storage is gone (and taken after the final state is rendered, which reports a
+  // held guard as RUNNING), so nothing that checks the guard (Exec, Resume, Suspend, Approve)
+  // starts on a session that is being erased; SessionHost answers NOT_FOUND for an operation that
+  // was already past its checks (test/node/fuzz/regressions.test.ts).
+  const live = s.takeGuard();
+  try {
+    await tombstone(final, s.journal.head().hash);
+    await s.d.erase();
+    s.forget();
+    return success(final);
+  } finally {
+    s.release(live);
+  }
 }

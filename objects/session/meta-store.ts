@@ -12,6 +12,22 @@ import { ComputeState, ExecState, SessionSchema, type Session } from "../../prot
 import type { SqlDb } from "../storage/sql.js";
 import type { PendingGate, States } from "./projection.js";
 
+/**
+ * The most bytes a session's static part (project, name, harness, model, labels, annotations,
+ * origin, identity) may take. Client-chosen and copied into every rendered Session: its metadata
+ * row, its Directory row (whose project column repeats it), each Fork child (128 per fork, all in
+ * one Directory RPC) and each ListSessions page (up to 500). SQLite refuses any value over 2 MB
+ * (SQLITE_TOOBIG) and Durable Object RPC carries at most 32 MiB, so the bound is far below both.
+ */
+export const MAX_STATICS_BYTES = 32 * 1024;
+
+/** Why `statics` cannot be stored, or undefined when it fits. */
+export function staticsTooLarge(statics: Session): string | undefined {
+  const n = toBinary(SessionSchema, statics).length;
+  if (n <= MAX_STATICS_BYTES) return undefined;
+  return `session metadata (project, name, model, labels, annotations, origin) is ${n} bytes, over the limit of ${MAX_STATICS_BYTES}: keep large data out of labels and annotations`;
+}
+
 export const META_SCHEMA = [
   `CREATE TABLE meta (
      id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -15,6 +15,7 @@ export type FailureReason =
   | "deadline_exceeded"
   | "canceled"
   | "event_too_large"
+  | "metadata_too_large"
   | "invalid_event"
   | "harness_unavailable"
   | "unplaceable"

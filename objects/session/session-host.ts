@@ -14,8 +14,8 @@ import { auditSession, type AuditReport } from "./audit.js";
 import { notFound } from "./failures.js";
 import { forkBegin, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
 import { cancelSession, deleteSession, suspendSession } from "./lifecycle-ops.js";
-import { INITIAL_STATES, type SessionMeta } from "./meta-store.js";
-import { failure, success, type Outcome } from "./outcomes.js";
+import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
+import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { States } from "./projection.js";
 import { migrateSession } from "./schema.js";
 import { SessionState, type SessionHostDeps } from "./session-state.js";
@@ -46,6 +46,8 @@ export class SessionHost {
   async create(args: CreateArgs): Promise<Outcome<Session>> {
     const s = this._s;
     if (s.exists()) return failure("session_exists", `session ${args.uid} already exists`);
+    const tooLarge = staticsTooLarge(args.statics);
+    if (tooLarge) return failure("metadata_too_large", tooLarge);
     migrateSession(s.d.db);
     const now = s.d.now();
     const meta: SessionMeta = { tenant: args.tenant, uid: args.uid, statics: args.statics, createMs: now, updateMs: now, ...INITIAL_STATES };
@@ -69,7 +71,7 @@ export class SessionHost {
   }
 
   exec(req: ExecRequest): Promise<ExecStart> {
-    return startExec(this._s, req);
+    return this._orGone(() => startExec(this._s, req));
   }
 
   /** An event (or the end) of a tunnel stream; false when no running execution reads that stream. */
@@ -78,15 +80,15 @@ export class SessionHost {
   }
 
   resume(): Promise<Outcome<Session>> {
-    return resumeSession(this._s);
+    return this._orGone(() => resumeSession(this._s));
   }
 
   suspend(): Promise<Outcome<Session>> {
-    return suspendSession(this._s);
+    return this._orGone(() => suspendSession(this._s));
   }
 
   cancel(executionId: string, reason: string): Promise<Outcome<Session>> {
-    return cancelSession(this._s, executionId, reason);
+    return this._orGone(() => cancelSession(this._s, executionId, reason));
   }
 
   delete(tombstone: (final: Session, headHash: string) => Promise<void>): Promise<Outcome<Session>> {
@@ -103,11 +105,11 @@ export class SessionHost {
   }
 
   audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {
-    return auditSession(this._s, replay, anchor);
+    return this._orGone(() => auditSession(this._s, replay, anchor));
   }
 
   forkSource(atSeq: bigint): Promise<Outcome<ForkSource>> {
-    return forkSource(this._s, atSeq);
+    return this._orGone(() => forkSource(this._s, atSeq));
   }
 
   forkBegin(tenant: string, uid: string, statics: Session): Outcome<true> {
@@ -124,5 +126,19 @@ export class SessionHost {
 
   forkDiscard(): Promise<void> {
     return forkDiscard(this._s);
+  }
+
+  /**
+   * DeleteSession erases the storage while an operation that began before it may be waiting at an
+   * await (a harness lookup, a describe). Resumed, that operation finds the session's tables gone:
+   * it answers NOT_FOUND, not the SQLITE_ERROR that surfaced as INTERNAL (test/node/fuzz).
+   */
+  private async _orGone<T extends { ok: boolean }>(op: () => Promise<T>): Promise<T | Failure> {
+    try {
+      return await op();
+    } catch (e) {
+      if (!this._s.exists()) return notFound();
+      throw e;
+    }
   }
 }

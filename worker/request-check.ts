@@ -1,0 +1,105 @@
+/**
+ * Refuses, before the Connect router sees it, a request whose body is malformed in a way the
+ * router would answer as INTERNAL: a binary message that does not decode (truncated, a bad varint
+ * or wire type, nested past the recursion limit) and an envelope flagged compressed when no
+ * encoding was negotiated. connect-es blames the server for both, while the same mistake in JSON
+ * is INVALID_ARGUMENT; BEHAVIOUR.md §4.12 makes a malformed request INVALID_ARGUMENT, and every
+ * INTERNAL is logged at error level, so any client could fill the error log (found by
+ * test/node/fuzz). The answer is in the caller's protocol: Connect unary, Connect streaming,
+ * gRPC or gRPC-Web. Anything else about the request is left to the router.
+ */
+import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+
+type Protocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web";
+
+interface Framing {
+  protocol: Protocol;
+  binary: boolean;
+  /** The header that names the request's compression. */
+  encodingHeader: string;
+}
+
+/** The protocol a content type selects for `method`, or undefined when the router should decide. */
+function framingOf(method: DescMethod, contentType: string): Framing | undefined {
+  const ct = contentType.split(";")[0]!.trim().toLowerCase();
+  const unary = method.methodKind === "unary";
+  if (ct === "application/proto") return unary ? { protocol: "connect-unary", binary: true, encodingHeader: "content-encoding" } : undefined;
+  if (ct === "application/connect+proto" || ct === "application/connect+json") {
+    return unary ? undefined : { protocol: "connect-stream", binary: ct.endsWith("proto"), encodingHeader: "connect-content-encoding" };
+  }
+  if (ct === "application/grpc" || ct === "application/grpc+proto") return { protocol: "grpc", binary: true, encodingHeader: "grpc-encoding" };
+  if (ct === "application/grpc+json") return { protocol: "grpc", binary: false, encodingHeader: "grpc-encoding" };
+  if (ct === "application/grpc-web" || ct === "application/grpc-web+proto") return { protocol: "grpc-web", binary: true, encodingHeader: "grpc-encoding" };
+  if (ct === "application/grpc-web+json") return { protocol: "grpc-web", binary: false, encodingHeader: "grpc-encoding" };
+  return undefined;
+}
+
+/** Why the body cannot be what `method` takes, or undefined when the router should read it. */
+function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8Array): string | undefined {
+  const input = method.input.typeName;
+  const decodes = (bytes: Uint8Array): string | undefined => {
+    try {
+      fromBinary(method.input, bytes);
+      return undefined;
+    } catch (e) {
+      return `the request body is not a valid binary ${input}: ${(e as Error).message}; send a well-formed protobuf message (or use JSON)`;
+    }
+  };
+  if (f.protocol === "connect-unary") {
+    const encoding = headers.get(f.encodingHeader);
+    return encoding && encoding !== "identity" ? undefined : decodes(body);
+  }
+  const encoding = headers.get(f.encodingHeader);
+  const negotiated = encoding !== null && encoding !== "identity";
+  // Whole envelopes only: a truncated frame is the router's to refuse, and it does so in kind.
+  for (let at = 0; at + 5 <= body.length; ) {
+    const flags = body[at]!;
+    const length = new DataView(body.buffer, body.byteOffset + at + 1, 4).getUint32(0);
+    if (at + 5 + length > body.length) break;
+    const payload = body.subarray(at + 5, at + 5 + length);
+    at += 5 + length;
+    if (flags & 0x01) {
+      if (negotiated) continue;
+      return `a request message is flagged compressed, but no ${f.encodingHeader} was sent; send it uncompressed or name its encoding`;
+    }
+    // A Connect end-stream frame (0x02) carries JSON; the router rejects it where it does not belong.
+    if (f.binary && !(f.protocol === "connect-stream" && flags & 0x02)) {
+      const bad = decodes(payload);
+      if (bad) return bad;
+    }
+  }
+  return undefined;
+}
+
+/** An INVALID_ARGUMENT answer for a request the router would call INTERNAL, or undefined. */
+export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Array): Response | undefined {
+  if (req.method !== "POST") return undefined;
+  const contentType = req.headers.get("content-type") ?? "";
+  const f = framingOf(method, contentType);
+  if (!f) return undefined;
+  const message = problemOf(method, f, req.headers, body);
+  if (message === undefined) return undefined;
+  return errorResponse(f, contentType, message);
+}
+
+function errorResponse(f: Framing, contentType: string, message: string): Response {
+  switch (f.protocol) {
+    case "connect-unary":
+      return Response.json({ code: "invalid_argument", message }, { status: 400 });
+    case "connect-stream": {
+      const end = new TextEncoder().encode(JSON.stringify({ error: { code: "invalid_argument", message } }));
+      const frame = new Uint8Array(5 + end.length);
+      frame[0] = 0x02;
+      new DataView(frame.buffer).setUint32(1, end.length);
+      frame.set(end, 5);
+      return new Response(frame, { status: 200, headers: { "content-type": contentType } });
+    }
+    case "grpc":
+    case "grpc-web":
+      // Trailers-only: the status travels in the headers, which both protocols allow.
+      return new Response(null, {
+        status: 200,
+        headers: { "content-type": contentType, "grpc-status": "3", "grpc-message": encodeURIComponent(message) },
+      });
+  }
+}
