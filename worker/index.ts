@@ -2,7 +2,7 @@
  * The Worker entry: resolves the caller, routes RPCs to the Connect handlers and serves the
  * inspector UI. Exports the Durable Object classes wrangler binds.
  */
-import { Code, createContextValues } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import type { Env } from "../objects/index.js";
 import { randomHex, type TenantId } from "../proto/ids.js";
@@ -43,8 +43,8 @@ export default {
         const refused = refuseMalformed(handler.method, buffered.request, buffered.body);
         if (refused) {
           const caller = values.get(callerKey);
-          logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: "", operation: handler.method.name, code: Code.InvalidArgument, durationMs: 0 });
-          return refused;
+          logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: "", operation: handler.method.name, code: refused.code, durationMs: 0 });
+          return refused.response;
         }
       }
       return serveRpc(handler, buffered.request, values);

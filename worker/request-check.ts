@@ -7,8 +7,13 @@
  * INTERNAL is logged at error level, so any client could fill the error log (found by
  * test/node/fuzz). The answer is in the caller's protocol: Connect unary, Connect streaming,
  * gRPC or gRPC-Web. Anything else about the request is left to the router.
+ *
+ * Plain gRPC is refused here too, UNIMPLEMENTED: its status travels in HTTP trailers, which a
+ * Worker cannot send, so a stream would end with no status at all (DESIGN.md: clients speak
+ * Connect or gRPC-Web). The refusal itself is trailers-only, which gRPC clients do read.
  */
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
 
 type Protocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web";
 
@@ -71,23 +76,45 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
   return undefined;
 }
 
-/** An INVALID_ARGUMENT answer for a request the router would call INTERNAL, or undefined. */
-export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Array): Response | undefined {
+export interface Refused {
+  code: Code;
+  response: Response;
+}
+
+/** The answer for a request the router would call INTERNAL (or cannot serve), or undefined. */
+export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Array): Refused | undefined {
   if (req.method !== "POST") return undefined;
   const contentType = req.headers.get("content-type") ?? "";
   const f = framingOf(method, contentType);
   if (!f) return undefined;
+  if (f.protocol === "grpc") {
+    const message = "plain gRPC is not served: Workers cannot send the HTTP trailers that carry its status; use gRPC-Web (application/grpc-web+proto) or Connect";
+    return errorResponse(f, contentType, UNIMPLEMENTED, message);
+  }
   const message = problemOf(method, f, req.headers, body);
   if (message === undefined) return undefined;
-  return errorResponse(f, contentType, message);
+  return errorResponse(f, contentType, INVALID_ARGUMENT, message);
 }
 
-function errorResponse(f: Framing, contentType: string, message: string): Response {
+/** The two codes answered here: Connect's name, HTTP status for Connect unary (gRPC numbers are Code's). */
+interface Refusal {
+  code: Code;
+  name: string;
+  http: number;
+}
+const INVALID_ARGUMENT: Refusal = { code: Code.InvalidArgument, name: "invalid_argument", http: 400 };
+const UNIMPLEMENTED: Refusal = { code: Code.Unimplemented, name: "unimplemented", http: 501 };
+
+function errorResponse(f: Framing, contentType: string, code: Refusal, message: string): Refused {
+  return { code: code.code, response: errorBody(f, contentType, code, message) };
+}
+
+function errorBody(f: Framing, contentType: string, code: Refusal, message: string): Response {
   switch (f.protocol) {
     case "connect-unary":
-      return Response.json({ code: "invalid_argument", message }, { status: 400 });
+      return Response.json({ code: code.name, message }, { status: code.http });
     case "connect-stream": {
-      const end = new TextEncoder().encode(JSON.stringify({ error: { code: "invalid_argument", message } }));
+      const end = new TextEncoder().encode(JSON.stringify({ error: { code: code.name, message } }));
       const frame = new Uint8Array(5 + end.length);
       frame[0] = 0x02;
       new DataView(frame.buffer).setUint32(1, end.length);
@@ -99,7 +126,7 @@ function errorResponse(f: Framing, contentType: string, message: string): Respon
       // Trailers-only: the status travels in the headers, which both protocols allow.
       return new Response(null, {
         status: 200,
-        headers: { "content-type": contentType, "grpc-status": "3", "grpc-message": encodeURIComponent(message) },
+        headers: { "content-type": contentType, "grpc-status": String(code.code), "grpc-message": encodeURIComponent(message) },
       });
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The Connect router: every service this host serves, over the Connect protocol (JSON and binary),
- * gRPC and gRPC-Web, with the request log interceptor.
+ * and gRPC-Web, with the request log interceptor. Plain gRPC is refused earlier
+ * (worker/request-check.ts): a Worker cannot send the HTTP trailers its status needs.
  */
 import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
 import {

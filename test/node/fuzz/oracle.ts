@@ -196,7 +196,7 @@ function grpcFindings(v: Verdict, a: Answer): void {
       at += 5 + len;
     }
   }
-  if (status === null) return void (v.outcome = "grpc-no-status");
+  if (status === null) return void v.findings.push("a gRPC answer with no grpc-status, in its headers or its trailers");
   const code = ["ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"][Number(status)];
   if (code === undefined) return void v.findings.push(`grpc-status ${status} is not a gRPC code`);
   if (code === "ok") return void (v.outcome = "grpc:ok");

@@ -163,6 +163,16 @@ describe("fuzz regressions: malformed bodies connect-es would call INTERNAL", ()
     expect(decodeURIComponent(web.headers.get("grpc-message") ?? "")).toContain("agentsessions.v1.GetSessionRequest");
   });
 
+  it("plain gRPC (whose status needs HTTP trailers a Worker cannot send) is UNIMPLEMENTED, trailers-only, naming gRPC-Web", async () => {
+    const ok = new Uint8Array([0x0a, 0x03, 0x61, 0x62, 0x63]);
+    for (const ct of ["application/grpc", "application/grpc+proto"]) {
+      const a = await send(inject("serverUrl"), "/agentsessions.v1.Sessions/GetSession", envelope(0, ok), ct);
+      expect(a.status).toBe(200);
+      expect(a.headers.get("grpc-status")).toBe("12");
+      expect(decodeURIComponent(a.headers.get("grpc-message") ?? "")).toContain("use gRPC-Web");
+    }
+  });
+
   it("a well-formed binary request still reaches the handler", async () => {
     const v = judge(Sessions.method.getSession, await send(inject("serverUrl"), "/agentsessions.v1.Sessions/GetSession", new Uint8Array([0x0a, 0x03, 0x61, 0x62, 0x63]), "application/proto"));
     expect(v.findings).toEqual([]);
