@@ -32,7 +32,9 @@ async function get(url: string): Promise<void> {
 
 async function main(): Promise<void> {
   console.log("starting wrangler dev with BENCH=1 …");
-  const server = await startDevServer({ vars: { BENCH: "1" } });
+  // The fork bench builds its 10,000-record parent from Execs of 1000 inputs (bench/fork.ts), over
+  // the default MAX_INPUTS_PER_EXEC of 64.
+  const server = await startDevServer({ vars: { BENCH: "1", MAX_INPUTS_PER_EXEC: "1000" } });
   try {
     const u = server.url;
     // Warm up both paths (module load, statement cache).
