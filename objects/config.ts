@@ -67,6 +67,8 @@ export interface HostLimits {
   /** Requests per second per tenant, sustained and at once; rate 0 turns it off (RESOURCE_EXHAUSTED). */
   ratePerSecond: number;
   rateBurst: number;
+  /** Variables that were set but not a valid value, so their default applies: logged once (worker/index.ts). */
+  ignored: string[];
 }
 
 /** A Durable Object row holds at most 2 MB; an event row also carries its hashes and fence. */
@@ -74,22 +76,27 @@ const STORAGE_EVENT_CEILING = 1_900_000;
 const CONTRACT_MAX_FORK = 128;
 
 export function hostLimits(env: ConfigEnv): HostLimits {
-  return {
-    maxRequestBytes: whole(env.MAX_REQUEST_BYTES, 4 * 1024 * 1024),
-    maxInputsPerExec: whole(env.MAX_INPUTS_PER_EXEC, 64),
-    maxEventBytes: Math.min(whole(env.MAX_EVENT_BYTES, 1_000_000), STORAGE_EVENT_CEILING),
-    maxStructDepth: whole(env.MAX_STRUCT_DEPTH, 32),
-    maxForkCount: Math.min(whole(env.MAX_FORK_COUNT, CONTRACT_MAX_FORK), CONTRACT_MAX_FORK),
-    maxConcurrentExecs: whole(env.MAX_CONCURRENT_EXECS, 32, true),
-    ratePerSecond: whole(env.RATE_LIMIT_PER_SECOND, 200, true),
-    rateBurst: whole(env.RATE_LIMIT_BURST, 1000),
+  const ignored: string[] = [];
+  /** A positive whole number (or 0 where allowed); unset is the default, anything else is noted and the default. */
+  const whole = (name: keyof ConfigEnv, fallback: number, zeroAllowed = false): number => {
+    const v = env[name];
+    if (v === undefined || v.trim() === "") return fallback;
+    const n = Number(v);
+    if (Number.isInteger(n) && (n > 0 || (zeroAllowed && n === 0))) return n;
+    ignored.push(name);
+    return fallback;
   };
-}
-
-/** A positive whole number (or 0 where allowed); anything else is the default. */
-function whole(v: string | undefined, fallback: number, zeroAllowed = false): number {
-  const n = v === undefined || v.trim() === "" ? NaN : Number(v);
-  return Number.isInteger(n) && (n > 0 || (zeroAllowed && n === 0)) ? n : fallback;
+  return {
+    maxRequestBytes: whole("MAX_REQUEST_BYTES", 4 * 1024 * 1024),
+    maxInputsPerExec: whole("MAX_INPUTS_PER_EXEC", 64),
+    maxEventBytes: Math.min(whole("MAX_EVENT_BYTES", 1_000_000), STORAGE_EVENT_CEILING),
+    maxStructDepth: whole("MAX_STRUCT_DEPTH", 32),
+    maxForkCount: Math.min(whole("MAX_FORK_COUNT", CONTRACT_MAX_FORK), CONTRACT_MAX_FORK),
+    maxConcurrentExecs: whole("MAX_CONCURRENT_EXECS", 32, true),
+    ratePerSecond: whole("RATE_LIMIT_PER_SECOND", 200, true),
+    rateBurst: whole("RATE_LIMIT_BURST", 1000),
+    ignored,
+  };
 }
 
 export interface HostConfig {

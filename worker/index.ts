@@ -26,7 +26,7 @@ export default {
     const url = new URL(req.url);
     handlers ??= createRpcHandlers(env);
     auth ??= createAuthenticator(env);
-    limits ??= hostLimits(env);
+    limits ??= loggedLimits(env);
     const handler = handlers.get(url.pathname);
     if (handler) {
       // Authenticated here; auth/authorize.ts refuses inside the router, in the caller's protocol.
@@ -85,6 +85,16 @@ async function withBufferedBody(req: Request, max: number): Promise<{ request: R
   const headers = new Headers(req.headers);
   headers.delete("content-length");
   return { request: new Request(req.url, { method: req.method, headers, body, signal: req.signal }), body };
+}
+
+/** The limits, with one warning line per isolate for a variable that was set to something unusable. */
+function loggedLimits(env: Env): HostLimits {
+  const l = hostLimits(env);
+  if (l.ignored.length > 0) {
+    const detail = "not a positive whole number (0 allowed for MAX_CONCURRENT_EXECS and RATE_LIMIT_PER_SECOND): the default applies; fix the variable";
+    console.log(JSON.stringify({ level: "warn", msg: "config", ignored: l.ignored, detail }));
+  }
+  return l;
 }
 
 function requestIdOf(req: Request): string {
