@@ -35,6 +35,10 @@ export interface ConfigEnv {
   AUTH_JWT_AUDIENCE?: string;
   /** The trusted public keys, a JWKS (`{"keys": [...]}`): RS256 and ES256. */
   AUTH_JWT_JWKS?: string;
+  /** The IdP's published key set (its jwks_uri), fetched and refreshed; with or instead of AUTH_JWT_JWKS. */
+  AUTH_JWT_JWKS_URL?: string;
+  /** How long a fetched key set is used before it is fetched again (default 600). */
+  AUTH_JWT_JWKS_TTL_SECONDS?: string;
   AUTH_JWT_TENANT_CLAIM?: string;
   AUTH_JWT_PRINCIPAL_CLAIM?: string;
   AUTH_JWT_ROLES_CLAIM?: string;

@@ -39,7 +39,7 @@ export async function serveTunnel(req: Request, env: Env, auth: Authenticator): 
     if (!session) return refuse(401, "unauthenticated", "this one-time token is unknown, used or expired: ask the runtime for a new incarnation");
   } else {
     const who = await auth.authenticate(req);
-    if (!who.ok) return refuse(who.code === Code.Internal ? 500 : 401, codeToString(who.code), who.message);
+    if (!who.ok) return refuse(who.code === Code.Internal ? 500 : who.code === Code.Unavailable ? 503 : 401, codeToString(who.code), who.message);
     if (!who.principal.roles.has("harness")) {
       return refuse(403, "permission_denied", `${who.principal.name} may not serve harnesses: it needs the harness role`);
     }

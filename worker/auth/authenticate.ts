@@ -21,6 +21,8 @@ export type AuthEnv = Pick<
   | "AUTH_JWT_ISSUER"
   | "AUTH_JWT_AUDIENCE"
   | "AUTH_JWT_JWKS"
+  | "AUTH_JWT_JWKS_URL"
+  | "AUTH_JWT_JWKS_TTL_SECONDS"
   | "AUTH_JWT_TENANT_CLAIM"
   | "AUTH_JWT_PRINCIPAL_CLAIM"
   | "AUTH_JWT_ROLES_CLAIM"
@@ -74,6 +76,7 @@ export function createAuthenticator(env: AuthEnv): Authenticator {
           const token = bearerOf(req);
           if (!token) return refusal(Code.Unauthenticated, `a bearer JWT is required: ${TOKEN_HINT}`);
           const r = await verifier.verify(token, Math.floor(Date.now() / 1000));
+          if (!r.ok && r.unavailable) return refusal(Code.Unavailable, `the JWT cannot be checked now: ${r.reason}; retry shortly`);
           if (!r.ok) return refusal(Code.Unauthenticated, `the JWT was refused: ${r.reason}; get a fresh token from your identity provider`);
           const tenant = parseTenantId(r.identity.tenant);
           if (!tenant) return refusal(Code.Unauthenticated, "the JWT's tenant claim is not a valid tenant id");

@@ -1,86 +1,51 @@
 /**
- * Verifies OIDC-style bearer JWTs (RS256, ES256) against a configured JWKS, in workerd with
- * WebCrypto only. parseJwtSettings reads the AUTH_JWT_* env values; createJwtVerifier checks the
- * signature first, then iss/aud/exp/nbf/iat, then maps claims to a tenant, principal and roles.
- * Failure reasons name claims, never their values or the token. Test: test/node/auth/jwt.test.ts.
+ * Verifies OIDC-style bearer JWTs (RS256, ES256) against a configured or published JWKS (jwks.ts),
+ * in workerd with WebCrypto only. parseJwtSettings reads the AUTH_JWT_* env values;
+ * createJwtVerifier checks the signature first, then iss/aud/exp/nbf/iat, then maps claims to a
+ * tenant, principal and roles. Failure reasons name claims, never their values or the token.
+ * Test: test/node/auth/jwt.test.ts.
  */
+import { ALGS, createKeySet, jwksUrlProblem, parseStaticKeys, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
 
-export type JwkKey = JsonWebKey & { kid?: string; alg?: string };
+export type { JwkKey } from "./jwks.js";
 export interface JwtSettings {
   issuer: string;
   audience: string;
+  /** AUTH_JWT_JWKS, possibly empty when jwksUrl is set. */
   keys: JwkKey[];
+  jwksUrl?: string;
+  jwksTtlSeconds: number;
   tenantClaim: string;
   principalClaim: string;
   rolesClaim: string;
   skewSeconds: number;
 }
 export interface JwtIdentity { tenant: string; principal: string; issuer: string; subject: string; roles: string[] }
-export type JwtOutcome = { ok: true; identity: JwtIdentity } | { ok: false; reason: string };
+/** `unavailable`: the keys could not be had, so the token was not judged (not the caller's fault). */
+export type JwtOutcome = { ok: true; identity: JwtIdentity } | { ok: false; reason: string; unavailable?: true };
 export interface JwtEnv {
   AUTH_JWT_ISSUER?: string;
   AUTH_JWT_AUDIENCE?: string;
   AUTH_JWT_JWKS?: string;
+  AUTH_JWT_JWKS_URL?: string;
+  AUTH_JWT_JWKS_TTL_SECONDS?: string;
   AUTH_JWT_TENANT_CLAIM?: string;
   AUTH_JWT_PRINCIPAL_CLAIM?: string;
   AUTH_JWT_ROLES_CLAIM?: string;
   AUTH_JWT_SKEW_SECONDS?: string;
 }
 
-type Alg = "RS256" | "ES256";
 type Json = Record<string, unknown>;
-interface TrustedKey { kid: string | undefined; alg: Alg; key: CryptoKey | undefined }
 
 // Far above any real IdP token; bounds the base64/JSON/crypto work an unauthenticated caller can cause.
 const MAX_TOKEN_CHARS = 8 * 1024;
 const TENANT_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 const MAX_PRINCIPAL_CHARS = 256;
 const MAX_SKEW_SECONDS = 3600;
-const ALGS = {
-  RS256: { members: ["n", "e"], params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } },
-  ES256: { members: ["x", "y"], params: { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } },
-} as const;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const isAlg = (v: unknown): v is Alg => v === "RS256" || v === "ES256";
 const fail = (reason: string): JwtOutcome => ({ ok: false, reason });
-
-/** The algorithm a public JWK may verify, or undefined if it is not one we accept. */
-function algOfKey(k: { kty?: unknown; crv?: unknown; alg?: unknown }): Alg | undefined {
-  if (k.kty === "RSA" && (k.alg === undefined || k.alg === "RS256")) return "RS256";
-  if (k.kty === "EC" && k.crv === "P-256" && (k.alg === undefined || k.alg === "ES256")) return "ES256";
-  return undefined;
-}
-
-/** What is wrong with the i-th configured key, if anything. */
-function keyProblem(k: unknown, i: number): string | undefined {
-  const where = `AUTH_JWT_JWKS key ${i}`;
-  if (!isObject(k)) return `${where} is not a JSON object`;
-  if ("d" in k) return `${where} contains private key material ("d"); publish only the public key`;
-  const alg = algOfKey(k);
-  if (!alg) return `${where} must be an RSA key for RS256 or an EC P-256 key for ES256 (no "oct"/HS*/"none")`;
-  const missing = ALGS[alg].members.find((m) => typeof k[m] !== "string");
-  if (missing) return `${where} is missing "${missing}"`;
-  if (k.kid !== undefined && typeof k.kid !== "string") return `${where} has a non-string "kid"`;
-  return undefined;
-}
-
-function parseKeys(raw: string | undefined): JwkKey[] | string {
-  if (!raw?.trim()) return "AUTH_JWT_JWKS is not set: set it to the IdP's JWKS JSON ({\"keys\":[...]})";
-  let doc: unknown;
-  try {
-    doc = JSON.parse(raw);
-  } catch {
-    return "AUTH_JWT_JWKS is not valid JSON";
-  }
-  const keys = isObject(doc) ? doc.keys : doc;
-  if (!Array.isArray(keys) || keys.length === 0) return "AUTH_JWT_JWKS must be {\"keys\":[...]} or an array with at least one key";
-  for (const [i, k] of keys.entries()) {
-    const problem = keyProblem(k, i);
-    if (problem) return problem;
-  }
-  return keys as JwkKey[];
-}
 
 function claimNames(env: JwtEnv): Pick<JwtSettings, "tenantClaim" | "principalClaim" | "rolesClaim"> | string {
   const names = {
@@ -98,8 +63,15 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   if (!issuer) return "AUTH_JWT_ISSUER is not set: set it to the exact `iss` your IdP issues";
   const audience = env.AUTH_JWT_AUDIENCE?.trim();
   if (!audience) return "AUTH_JWT_AUDIENCE is not set: set it to the `aud` tokens for this API carry";
-  const keys = parseKeys(env.AUTH_JWT_JWKS);
+  const rawKeys = env.AUTH_JWT_JWKS?.trim();
+  const jwksUrl = env.AUTH_JWT_JWKS_URL?.trim() || undefined;
+  if (!rawKeys && !jwksUrl) return "neither AUTH_JWT_JWKS nor AUTH_JWT_JWKS_URL is set: set one to the IdP's keys (JSON) or its jwks_uri";
+  const keys = rawKeys ? parseStaticKeys(rawKeys) : [];
   if (typeof keys === "string") return keys;
+  const urlProblem = jwksUrl && jwksUrlProblem(jwksUrl);
+  if (urlProblem) return urlProblem;
+  const ttlRaw = env.AUTH_JWT_JWKS_TTL_SECONDS?.trim() || "600";
+  if (!/^\d+$/.test(ttlRaw) || Number(ttlRaw) < 60 || Number(ttlRaw) > 86_400) return "AUTH_JWT_JWKS_TTL_SECONDS must be a whole number of seconds from 60 to 86400";
   const skewRaw = env.AUTH_JWT_SKEW_SECONDS?.trim() || "60";
   const skewSeconds = Number(skewRaw);
   if (!/^\d+$/.test(skewRaw) || skewSeconds > MAX_SKEW_SECONDS) {
@@ -107,7 +79,7 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   }
   const claims = claimNames(env);
   if (typeof claims === "string") return claims;
-  return { issuer, audience, keys, ...claims, skewSeconds };
+  return { issuer, audience, keys, jwksUrl, jwksTtlSeconds: Number(ttlRaw), ...claims, skewSeconds };
 }
 
 function bytesFromBase64Url(s: string): Uint8Array<ArrayBuffer> | undefined {
@@ -125,27 +97,6 @@ function jsonFromSegment(s: string): Json | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function importTrusted(k: JwkKey): Promise<TrustedKey | undefined> {
-  const alg = algOfKey(k);
-  if (!alg) return undefined;
-  // Only the public members go to importKey, so a stray `key_ops`, `use` or `ext` cannot make import fail.
-  const jwk: JsonWebKey = alg === "RS256" ? { kty: "RSA", n: k.n, e: k.e } : { kty: "EC", crv: "P-256", x: k.x, y: k.y };
-  // A key with bad material (say, a truncated modulus) stays listed but unusable, so its kid is still recognised.
-  const key = await crypto.subtle.importKey("jwk", jwk, ALGS[alg].params, false, ["verify"]).catch(() => undefined);
-  return { kid: k.kid, alg, key };
-}
-
-// Keyed on the settings object so every verifier built from one parse shares the imported keys.
-const keyCache = new WeakMap<JwtSettings, Promise<TrustedKey[]>>();
-function trustedKeys(settings: JwtSettings): Promise<TrustedKey[]> {
-  let keys = keyCache.get(settings);
-  if (!keys) {
-    keys = Promise.all(settings.keys.map(importTrusted)).then((ks) => ks.filter((k) => k !== undefined));
-    keyCache.set(settings, keys);
-  }
-  return keys;
 }
 
 /** The keys to try for this header, or a reason none apply. */
@@ -200,7 +151,7 @@ function identityFrom(p: Json, s: JwtSettings, now: number): JwtIdentity | strin
   return { tenant, principal, issuer: s.issuer, subject: p.sub, roles };
 }
 
-async function verifyToken(settings: JwtSettings, token: string, now: number): Promise<JwtOutcome> {
+async function verifyToken(settings: JwtSettings, keySet: KeySet, token: string, now: number): Promise<JwtOutcome> {
   if (token.length > MAX_TOKEN_CHARS) return fail(`token longer than ${MAX_TOKEN_CHARS} chars`);
   const parts = token.split(".");
   if (parts.length !== 3) return fail("token is not three base64url segments");
@@ -216,7 +167,9 @@ async function verifyToken(settings: JwtSettings, token: string, now: number): P
   if (header.crit !== undefined) return fail("header crit is not supported");
   // WebCrypto ECDSA takes the raw r||s form the JWS uses (RFC 7518 §3.4), 32 bytes each for P-256.
   if (header.alg === "ES256" && signature.length !== 64) return fail("ES256 signature must be 64 bytes");
-  const keys = candidates(await trustedKeys(settings), header.alg, header.kid);
+  const trusted = await keySet.keys(typeof header.kid === "string" ? header.kid : undefined);
+  if (!trusted.ok) return { ok: false, reason: trusted.unavailable, unavailable: true };
+  const keys = candidates(trusted.keys, header.alg, header.kid);
   if (typeof keys === "string") return fail(keys);
   const signed = new TextEncoder().encode(`${h}.${p}`);
   const params = ALGS[header.alg].params;
@@ -231,7 +184,12 @@ async function verifyToken(settings: JwtSettings, token: string, now: number): P
   return fail("signature does not verify");
 }
 
-/** A verifier that imports keys once (cached per settings object) and verifies tokens. */
-export function createJwtVerifier(settings: JwtSettings): { verify(token: string, nowSeconds: number): Promise<JwtOutcome> } {
-  return { verify: (token, nowSeconds) => verifyToken(settings, token, nowSeconds) };
+export interface JwtVerifier {
+  verify(token: string, nowSeconds: number): Promise<JwtOutcome>;
+}
+
+/** A verifier that imports the static keys once and keeps the published set fresh (jwks.ts). */
+export function createJwtVerifier(settings: JwtSettings, io: { fetch?: typeof fetch; nowMs?: () => number } = {}): JwtVerifier {
+  const keySet = createKeySet({ staticKeys: settings.keys, url: settings.jwksUrl, ttlSeconds: settings.jwksTtlSeconds, ...io });
+  return { verify: (token, nowSeconds) => verifyToken(settings, keySet, token, nowSeconds) };
 }

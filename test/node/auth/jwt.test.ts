@@ -69,12 +69,12 @@ describe("verify: accepted tokens", () => {
     expect(await verifier.verify(await rs(claims()), NOW)).toEqual({ ok: false, reason: 'claim "email" missing or not a string of 1-256 chars' });
   });
 
-  it("verify: keys are imported once per settings object", async () => {
-    const settings = settingsOf(jwks);
+  it("verify: keys are imported once per verifier (the Worker keeps one per isolate)", async () => {
     const spy = vi.spyOn(globalThis.crypto.subtle, "importKey");
     try {
+      const verifier = createJwtVerifier(settingsOf(jwks));
       const token = await rs(claims());
-      for (let i = 0; i < 3; i++) expect((await createJwtVerifier(settings).verify(token, NOW)).ok).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await verifier.verify(token, NOW)).ok).toBe(true);
       expect(spy).toHaveBeenCalledTimes(jwks.length);
     } finally {
       spy.mockRestore();
@@ -235,7 +235,7 @@ describe("parseJwtSettings", () => {
 
   it("parseJwtSettings: fills defaults and accepts a bare JWK array", () => {
     expect(parseJwtSettings(env({ AUTH_JWT_JWKS: JSON.stringify(jwks) }))).toEqual({
-      issuer: ISSUER, audience: AUDIENCE, keys: jwks, tenantClaim: "tenant", principalClaim: "sub", rolesClaim: "roles", skewSeconds: 60,
+      issuer: ISSUER, audience: AUDIENCE, keys: jwks, jwksUrl: undefined, jwksTtlSeconds: 600, tenantClaim: "tenant", principalClaim: "sub", rolesClaim: "roles", skewSeconds: 60,
     });
     expect(parseJwtSettings(env({ AUTH_JWT_SKEW_SECONDS: "5" }))).toMatchObject({ skewSeconds: 5 });
   });
@@ -243,7 +243,7 @@ describe("parseJwtSettings", () => {
   it("parseJwtSettings: missing issuer, audience or JWKS names the variable", () => {
     expect(parseJwtSettings(env({ AUTH_JWT_ISSUER: undefined }))).toMatch(/^AUTH_JWT_ISSUER is not set/);
     expect(parseJwtSettings(env({ AUTH_JWT_AUDIENCE: " " }))).toMatch(/^AUTH_JWT_AUDIENCE is not set/);
-    expect(parseJwtSettings(env({ AUTH_JWT_JWKS: undefined }))).toMatch(/^AUTH_JWT_JWKS is not set/);
+    expect(parseJwtSettings(env({ AUTH_JWT_JWKS: undefined }))).toMatch(/^neither AUTH_JWT_JWKS nor AUTH_JWT_JWKS_URL is set/);
   });
 
   it("parseJwtSettings: bad JSON or an empty key set is refused", () => {
