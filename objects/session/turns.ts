@@ -11,7 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
 import { runLiveTurn } from "../controller/live-turn.js";
-import { resumeLatest, type ResumeOutcome } from "../controller/resume.js";
+import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller/resume.js";
 import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
@@ -38,7 +38,8 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
   }
   const meta = s.meta.load()!;
   // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
-  if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING) {
+  // A gate a fork child inherited never gets one there, so it blocks nothing: the child's own turn runs.
+  if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING && !inheritedGate(s)) {
     const p = meta.pending;
     return failure(
       "approval_blocked",
@@ -254,6 +255,17 @@ function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, obser
     onDelta: out && deltaRelay(out, live.executionId),
     signal: live.abort.signal,
   });
+}
+
+/**
+ * Whether the gate the latest execution waits on was copied from a fork parent (BEHAVIOUR.md §4.11
+ * "Forked children"): it cannot be approved, resumed or re-driven in the child (checklist §8.14 #114).
+ */
+function inheritedGate(s: SessionState): boolean {
+  const parsed = parseExecutions(s.loggedEvents());
+  if (!parsed.ok) return false;
+  const latest = latestExecution(parsed);
+  return latest !== undefined && inheritedIntent(parsed, latest) !== undefined;
 }
 
 /** Whether the latest execution never ended (a crash, or a failure Resume may retry). */

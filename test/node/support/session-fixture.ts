@@ -14,7 +14,8 @@ import { createModelInvoker, type ModelInvoker } from "../../../objects/controll
 import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
 import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
-import { SessionHost, type ExecStart } from "../../../objects/session/session-host.js";
+import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/session-host.js";
+import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { ToolExecutor } from "../../../objects/controller/tools.js";
 import { createTestDb, eraseTestDb } from "./sqljs-db.js";
 
@@ -43,6 +44,10 @@ export function gatedHarness() {
 export interface SetupOptions {
   tools?: ToolExecutor;
   approvalTimeoutSeconds?: number;
+  /** The runtime the session places on (the built-in one by default). */
+  runtime?: Runtime;
+  /** Harnesses that are not built in (registered or tunnel ones), as SessionObject resolves them. */
+  remote?: SessionHostDeps["remote"];
 }
 
 export function setup(extra: Record<string, Harness> = {}, models?: (sessionModel: string) => ModelInvoker, o: SetupOptions = {}) {
@@ -64,6 +69,8 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     harnesses: { get: (n) => harnesses[n as keyof typeof harnesses], names: () => Object.keys(harnesses) },
     erase: async () => eraseTestDb(db),
     tools: o.tools,
+    runtime: o.runtime,
+    remote: o.remote,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
