@@ -1,12 +1,15 @@
 /**
  * Splits a journal into executions (BEHAVIOUR.md §2.4, step 1-2) and checks what replay and
  * recovery rely on: every non-lifecycle record names its execution, each execution starts with
- * exactly one EXECUTION_START, its INPUTs follow the marker, and `input_count` matches them (§2.6).
+ * exactly one EXECUTION_START, its INPUTs follow the marker, `input_count` matches them (§2.6), and
+ * an approval gate's records come in order with nothing between them (§4.11, checklist §8.14 #94,
+ * #115): a continuation past an unresolved gate, or a gate receipt without its request and
+ * decision, is an invalid log, not something a harness can diverge from.
  *
  * Pure: takes decoded records, returns a model of the executions or the first malformation.
  * Tested in test/node/controller/execution-log.test.ts.
  */
-import { EventKind, type Event, type ExecutionStart, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, Mediation, ToolResult_Code, type Event, type ExecutionStart, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 
 export interface LoggedEvent {
   seq: bigint;
@@ -44,6 +47,7 @@ const EFFECT_KINDS = new Set<EventKind>([
 export function parseExecutions(events: LoggedEvent[]): ParsedLog {
   const byId = new Map<string, Execution>();
   const order: Execution[] = [];
+  const gates = new Map<string, OpenGate>();
   for (let i = 0; i < events.length; i++) {
     const { seq, event } = events[i]!;
     if (event.kind === EventKind.EVENT_LIFECYCLE) continue;
@@ -87,13 +91,66 @@ export function parseExecutions(events: LoggedEvent[]): ParsedLog {
       case EventKind.EVENT_ERROR:
         ex.errors.push(seq);
         break;
-      default:
+      default: {
         if (!EFFECT_KINDS.has(event.kind)) return bad(`record ${seq} has an unexpected kind ${event.kind}`);
         if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
+        const misplaced = stepGate(gates, ex.id, seq, event);
+        if (misplaced) return bad(misplaced);
         ex.effects.push({ seq, event });
+      }
     }
   }
   return { ok: true, events, executions: order };
+}
+
+/** A gate of an execution still waiting for its next record: request, decision, then receipt. */
+interface OpenGate {
+  callId: string;
+  callSeq: bigint;
+  next: EventKind.EVENT_APPROVAL_REQUEST | EventKind.EVENT_APPROVAL_RESULT | EventKind.EVENT_TOOL_RESULT;
+}
+
+const GATE_STEPS = {
+  [EventKind.EVENT_APPROVAL_REQUEST]: EventKind.EVENT_APPROVAL_RESULT,
+  [EventKind.EVENT_APPROVAL_RESULT]: EventKind.EVENT_TOOL_RESULT,
+} as const;
+
+/**
+ * Advances the execution's gate past one effect, or says why the effect cannot come here. Only the
+ * order of kinds is checked: whether the records correlate (call ids, seqs, the receipt's status)
+ * is the recorded sink's divergence check. END and ERROR are not effects: a Cancel closes a parked
+ * turn with END, and an ERROR (a failed handoff) leaves the gate open.
+ */
+function stepGate(gates: Map<string, OpenGate>, executionId: string, seq: bigint, event: Event): string | undefined {
+  const open = gates.get(executionId);
+  const kind = EventKind[event.kind] ?? String(event.kind);
+  if (open) {
+    if (event.kind !== open.next) {
+      return `record ${seq} (${kind}) continues execution ${executionId} past the unresolved approval gate of tool call ${open.callId} (seq ${open.callSeq}), which expects ${EventKind[open.next]} next`;
+    }
+    if (event.kind === EventKind.EVENT_TOOL_RESULT) gates.delete(executionId);
+    else open.next = GATE_STEPS[event.kind];
+    return undefined;
+  }
+  switch (event.kind) {
+    case EventKind.EVENT_TOOL_CALL:
+      if (event.body.case === "tool" && event.body.value.mediation === Mediation.REQUIRES_APPROVAL) {
+        gates.set(executionId, { callId: event.body.value.id, callSeq: seq, next: EventKind.EVENT_APPROVAL_REQUEST });
+      }
+      return undefined;
+    case EventKind.EVENT_APPROVAL_REQUEST:
+    case EventKind.EVENT_APPROVAL_RESULT:
+      return `${kind} at ${seq} does not follow an approval-gated tool call of execution ${executionId}`;
+    case EventKind.EVENT_TOOL_RESULT: {
+      const r = event.body.case === "result" ? event.body.value : undefined;
+      if (r && (r.approvalRequestSeq !== 0n || r.approvalDecisionSeq !== 0n || r.code === ToolResult_Code.APPROVAL_DENIED)) {
+        return `the gate receipt at ${seq} has no approval request and decision before it`;
+      }
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
 }
 
 export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail: string };

@@ -11,7 +11,7 @@
 import { create, equals } from "@bufbuild/protobuf";
 import { EventKind, EventSchema, IdentityRefSchema, type Event, type IdentityRef } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import { latestExecution, parseExecutions, type LoggedEvent } from "../controller/execution-log.js";
+import { checkInputs, latestExecution, parseExecutions, type LoggedEvent } from "../controller/execution-log.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure } from "./failures.js";
 import { failure, success, type Outcome } from "./outcomes.js";
@@ -47,6 +47,9 @@ export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Se
   }
   const latest = latestExecution(parsed);
   if (!latest || latest.id !== d.executionId) return invalid(`execution ${d.executionId} is not the session's latest execution`);
+  // BEHAVIOUR.md §2.6: a gated execution whose input count does not match its INPUTs is no basis for a decision.
+  const inputs = checkInputs(latest);
+  if (!inputs.ok) return failure("invalid_log", `the journal cannot carry a decision as it stands: ${inputs.detail}`);
   const request = latest.effects.find(
     (e) => e.seq === d.requestSeq && e.event.kind === EventKind.EVENT_APPROVAL_REQUEST && e.event.body.case === "approval" && e.event.body.value.toolCallId === d.toolCallId,
   );

@@ -1,11 +1,13 @@
 /**
  * Grouping a journal into executions and input completeness (BEHAVIOUR.md §2.4, §2.6).
  */
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, EventSchema, Mediation, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { checkInputs, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
+
+type Body = MessageInitShape<typeof EventSchema>["body"];
 
 function log(...events: Event[]): LoggedEvent[] {
   return events.map((event, i) => ({ seq: BigInt(i + 1), event }));
@@ -45,6 +47,27 @@ describe("parseExecutions", () => {
   it("parse: an INPUT after the execution's effects, or an effect after its END, is invalid", () => {
     expect(parseExecutions(log(start("a", 1n), output("a"), input("a")))).toMatchObject({ ok: false, seq: 3n });
     expect(parseExecutions(log(start("a", 0n), end("a"), output("a")))).toMatchObject({ ok: false, seq: 3n });
+  });
+
+  it("parse: a gate's call, request, decision and receipt come in order; anything else past an open gate is invalid (§8.14 #94, #115)", () => {
+    const ev = (kind: EventKind, body: Body, id = "a") => create(EventSchema, { executionId: id, kind, body });
+    const call = ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: "g", idempotencyKey: "k", mediation: Mediation.REQUIRES_APPROVAL } });
+    const request = ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g" } });
+    const decision = ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "g", approved: true, requestSeq: 3n } });
+    const receipt = ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: "g", approvalRequestSeq: 3n, approvalDecisionSeq: 4n } });
+    // Legitimate: a whole gate then more effects; a gate cut at any step; END (Cancel) or ERROR past an open gate.
+    expect(parseExecutions(log(start("a", 0n), call, request, decision, receipt, output("a"), end("a"))).ok).toBe(true);
+    for (const cut of [[call], [call, request], [call, request, decision]]) expect(parseExecutions(log(start("a", 0n), ...cut)).ok).toBe(true);
+    expect(parseExecutions(log(start("a", 0n), call, request, error("a"), lifecycle(), end("a"))).ok).toBe(true);
+    // Another execution's records do not touch this one's gate.
+    expect(parseExecutions(log(start("a", 0n), call, request, start("b", 0n), output("b"), end("b"))).ok).toBe(true);
+    // A continuation past an open gate, at each step, and gate records out of place.
+    expect(parseExecutions(log(start("a", 0n), call, output("a")))).toMatchObject({ ok: false, seq: 3n });
+    expect(parseExecutions(log(start("a", 0n), call, request, output("a")))).toMatchObject({ ok: false, seq: 4n });
+    expect(parseExecutions(log(start("a", 0n), call, request, decision, output("a")))).toMatchObject({ ok: false, seq: 5n });
+    expect(parseExecutions(log(start("a", 0n), call, receipt))).toMatchObject({ ok: false, seq: 3n });
+    expect(parseExecutions(log(start("a", 0n), request))).toMatchObject({ ok: false, seq: 2n });
+    expect(parseExecutions(log(start("a", 0n), receipt))).toMatchObject({ ok: false, seq: 2n });
   });
 });
 

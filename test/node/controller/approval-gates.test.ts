@@ -1,0 +1,216 @@
+/**
+ * Approval gates in the controller, beyond the basic park and recovery in tools.test.ts
+ * (BEHAVIOUR.md §4.11; checklist §8.14 #94, #115, #116, #122): malformed gate evidence is an
+ * invalid log (nothing runs, nothing is appended), a changed re-issued gated call diverges and
+ * stays diverged, and nothing but the request follows a gated call's intent however the harness
+ * races it.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { EventKind, EventSchema, Mediation, ToolResult_Code, ToolResultSchema, UsageSchema, type Event, type ToolCall } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { userText } from "../../../proto/messages.js";
+import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
+import { ApprovalParkedError, ReplayDivergedError } from "../../../objects/controller/errors.js";
+import { endEvent, inputEvent } from "../../../objects/controller/events.js";
+import { replayJournal } from "../../../objects/controller/replay.js";
+import { resumeLatest } from "../../../objects/controller/resume.js";
+import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
+
+type Body = MessageInitShape<typeof EventSchema>["body"];
+
+const uid = "sess-000000000000000000000001";
+const exe = "exec-a";
+const gated = (init: Partial<ToolCall> = {}) => toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
+const ev = (kind: EventKind, body: Body) => create(EventSchema, { executionId: exe, kind, body });
+
+function append(fx: ReturnType<typeof newLog>, events: Event[]) {
+  const r = fx.log.append(events, { fence: 0n, mintFence: true });
+  if (!r.ok) throw new Error(r.reason);
+}
+
+function resume(fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) {
+  return resumeLatest(fx.events(), {
+    sessionUid: uid,
+    log: fx.log,
+    mintFence: () => fx.journal.mintFence(),
+    describe: describer({ h }),
+    defaultHarness: "h",
+    models,
+    observe: () => undefined,
+    signal: new AbortController().signal,
+    tools: toolDeps(ex.executor),
+  });
+}
+
+function replay(fx: ReturnType<typeof newLog>, h: Harness) {
+  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models: scriptedModels(echoScript) });
+}
+
+/** START, TC g1, AR g1 (request at seq 3) for execution exec-a. */
+async function parkedLog() {
+  const fx = newLog();
+  expect(await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(fakeExecutor().executor) })).toMatchObject({ kind: "parked" });
+  return fx;
+}
+
+const decision = (approved: boolean, requestSeq = 3n) => ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "g1", approved, reason: approved ? "" : "no", requestSeq } });
+
+describe("records past an open gate", () => {
+  for (const [name, records] of [
+    ["a model call", [ev(EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "m", inputHash: "x", id: "mc1" } })]],
+    ["an output", [ev(EventKind.EVENT_OUTPUT, { case: "message", value: userText("more") })]],
+    ["another gated call", [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated({ id: "g2", idempotencyKey: "k2" }) }), ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g2" } })]],
+    ["usage", [ev(EventKind.EVENT_USAGE, { case: "usage", value: { inputTokens: 1n } })]],
+    ["an input", [inputEvent(exe, userText("late"))]],
+  ] as [string, Event[]][]) {
+    it(`§8.14 #94 resume, replay: ${name} past an unresolved gate is an invalid log; nothing runs or is appended`, async () => {
+      const fx = await parkedLog();
+      append(fx, records);
+      const before = fx.kinds();
+      const ex = fakeExecutor();
+      const r = await resume(fx, toolHarness([gated()]), ex);
+      expect(r).toMatchObject({ kind: "invalid", incomplete: false });
+      expect(r.kind === "invalid" && r.detail).toMatch(/unresolved approval gate|comes after the execution's effects/);
+      expect(fx.kinds()).toEqual(before);
+      expect(ex.calls).toHaveLength(0);
+      append(fx, [endEvent(exe, "COMPLETED")]);
+      expect(await replay(fx, toolHarness([gated()]))).toMatchObject({ ok: false, divergence: expect.stringMatching(/^invalid execution log/) });
+    });
+  }
+});
+
+describe("a receipt without its request or decision", () => {
+  const receipt = (init: Record<string, unknown>) => ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", ...init }) });
+  const request = ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g1" } });
+  const cases: [string, ToolCall, Event[]][] = [
+    ["no request and no decision", gated(), [receipt({ approvalRequestSeq: 3n, approvalDecisionSeq: 4n })]],
+    ["a request but no decision", gated(), [request, receipt({ approvalRequestSeq: 3n, approvalDecisionSeq: 4n })]],
+    ["a bare receipt for a gated call", gated(), [receipt({})]],
+    ["gate fields on an ordinary call's receipt", toolCall({ id: "g1" }), [receipt({ code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 2n, approvalDecisionSeq: 2n })]],
+  ];
+  for (const [name, call, records] of cases) {
+    it(`§8.14 #115 resume, replay: ${name} is an invalid log; nothing runs or is appended`, async () => {
+      const fx = newLog();
+      append(fx, [ev(EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "h", harnessVersion: "1", inputCount: 0n } })]);
+      append(fx, [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: call }), ...records]);
+      const before = fx.kinds();
+      const ex = fakeExecutor();
+      const models = scriptedModels(echoScript);
+      expect(await resume(fx, toolHarness([call]), ex, models)).toMatchObject({ kind: "invalid", incomplete: false });
+      expect(fx.kinds()).toEqual(before);
+      append(fx, [ev(EventKind.EVENT_OUTPUT, { case: "message", value: userText("t:ok:0") }), endEvent(exe, "COMPLETED")]);
+      expect(await replay(fx, toolHarness([call]))).toMatchObject({ ok: false, divergence: expect.stringMatching(/^invalid execution log/), modelCalls: 0 });
+      expect(ex.calls).toHaveLength(0);
+      expect(models.calls).toBe(0);
+    });
+  }
+});
+
+/** Re-issues `call`, then (swallowing every error) tries each sink method; records what each did. */
+function stubbornHarness(call: ToolCall, seen: unknown[]): Harness {
+  const attempt = async (f: () => Promise<unknown>) => {
+    try {
+      await f();
+      seen.push("ok");
+    } catch (e) {
+      seen.push(e);
+    }
+  };
+  return {
+    describe: () => descriptor("h"),
+    async run(_s, sink: EventSink) {
+      await attempt(() => sink.toolCall(call));
+      await attempt(() => sink.toolCall(gated({ id: "g9", idempotencyKey: "k9" })));
+      await attempt(() => sink.toolCall(toolCall({ id: "c9", idempotencyKey: "k10" })));
+      await attempt(() => sink.output("carry on"));
+      await attempt(() => sink.usage(create(UsageSchema, { inputTokens: 1n })));
+      await attempt(() => sink.model({ model: "m", messages: [userText("more")] }));
+      await attempt(() => sink.report(create(ToolResultSchema, { id: "r1" })));
+    },
+  };
+}
+
+describe("a changed re-issued gated call", () => {
+  const changes: [string, ToolCall][] = [
+    ["id", gated({ id: "g2" })],
+    ["tool", gated({ tool: "other" })],
+    ["args", gated({ args: { amount: 11 } })],
+    ["nested args", gated({ args: { amount: 10, to: { acct: "a" } } })],
+    ["key", gated({ idempotencyKey: "kx" })],
+    ["mediation", gated({ mediation: Mediation.CONTROLLER_MEDIATED })],
+  ];
+  for (const decided of [false, true]) {
+    for (const [what, changed] of changes) {
+      it(`§8.14 #116 resume (${decided ? "decided" : "undecided"} gate): a changed ${what} diverges, stays diverged for every later sink call; no executor or model call, only an ERROR`, async () => {
+        const fx = await parkedLog();
+        if (decided) append(fx, [decision(true)]);
+        const before = fx.kinds();
+        const ex = fakeExecutor();
+        const models = scriptedModels(echoScript);
+        const seen: unknown[] = [];
+        const r = await resume(fx, stubbornHarness(changed, seen), ex, models);
+        expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition } });
+        expect(seen).toHaveLength(7);
+        expect(seen[0]).toBeInstanceOf(ReplayDivergedError);
+        for (const later of seen.slice(1)) expect(later).toBe(seen[0]);
+        expect(ex.calls).toHaveLength(0);
+        expect(models.calls).toBe(0);
+        expect(fx.kinds()).toEqual([...before, "ERROR"]);
+      });
+    }
+  }
+
+  it("§8.14 #116 replay: a changed re-issued gated call of a completed execution diverges without the executor", async () => {
+    const fx = await parkedLog();
+    append(fx, [decision(false)]);
+    const ex = fakeExecutor();
+    expect(await resume(fx, toolHarness([gated()]), ex)).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
+    expect(await replay(fx, toolHarness([gated()]))).toMatchObject({ ok: true });
+    for (const [, changed] of changes) {
+      const r = await replay(fx, toolHarness([changed]));
+      expect(r).toMatchObject({ ok: false, modelCalls: 0 });
+      expect(r.divergence).toMatch(/tool call mismatch/);
+    }
+    expect(ex.calls).toHaveLength(0);
+  });
+});
+
+describe("output racing a gated call", () => {
+  it("§8.14 #122 live: outputs issued concurrently with a gated call never land after its intent except the request; after Run late calls fail with the park error", async () => {
+    const fx = newLog();
+    const ex = fakeExecutor();
+    let retained: EventSink | undefined;
+    const settled: PromiseSettledResult<unknown>[][] = [];
+    const racer: Harness = {
+      describe: () => descriptor("h"),
+      async run(_s, sink) {
+        retained = sink;
+        // None awaited before the next is issued: the calls race inside the sink.
+        const before = Array.from({ length: 8 }, (_, i) => sink.output(`before ${i}`));
+        const gate = sink.toolCall(gated());
+        const after = Array.from({ length: 8 }, (_, i) => (i % 2 ? sink.output(`after ${i}`) : sink.usage(create(UsageSchema, { inputTokens: 1n }))));
+        const also = [sink.toolCall(toolCall({ id: "c2", idempotencyKey: "k2" })), sink.model({ model: "m", messages: [userText("x")] }), sink.report(create(ToolResultSchema, { id: "r" }))];
+        settled.push(await Promise.allSettled([...before, gate, ...after, ...also]));
+      },
+    };
+    const out = await liveTurn(fx, racer, scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) });
+    expect(out).toMatchObject({ kind: "parked", gate: { toolCallId: "g1" } });
+    const kinds = fx.kinds();
+    const intent = kinds.indexOf("TOOL_CALL");
+    expect(kinds.slice(intent)).toEqual(["TOOL_CALL", "APPROVAL_REQUEST"]);
+    expect(kinds.filter((k) => k === "TOOL_CALL")).toHaveLength(1);
+    const results = settled[0]!;
+    const park = results[8]!;
+    expect(park.status === "rejected" && park.reason).toBeInstanceOf(ApprovalParkedError);
+    // Every call that did not commit before the intent failed with that same park error.
+    const committed = kinds.filter((k) => k === "OUTPUT").length;
+    expect(results.slice(0, committed).every((r) => r.status === "fulfilled")).toBe(true);
+    for (const r of results.slice(committed)) expect(r.status === "rejected" && r.reason).toBe(park.status === "rejected" && park.reason);
+    for (const late of [retained!.output("late"), retained!.toolCall(gated({ id: "g3", idempotencyKey: "k3" })), retained!.usage(create(UsageSchema, { inputTokens: 1n }))]) {
+      await expect(late).rejects.toBeInstanceOf(ApprovalParkedError);
+    }
+    expect(fx.kinds()).toEqual(kinds);
+    expect(ex.calls).toHaveLength(0);
+  });
+});
