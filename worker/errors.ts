@@ -3,7 +3,7 @@
  * Each case names the row of the §4.12 table it implements.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Failure, FailureReason } from "../objects/index.js";
+import type { Failure, FailureReason } from "../objects/session/outcomes.js";
 
 export function codeFor(reason: FailureReason): Code {
   switch (reason) {

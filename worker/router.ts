@@ -18,6 +18,7 @@ import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
 import { createHttpRuntime } from "../runtimes/http/index.js";
 import { authorize } from "./auth/index.js";
 import { createLimitGuards } from "./limits.js";
+import { classifyFaults } from "./faults.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
@@ -29,7 +30,8 @@ export function createRpcHandlers(env: Env): RpcHandlers {
   const guards = createLimitGuards(env);
   const router = createConnectRouter({
     // Logged first, so refusals are logged too; nothing past authorize runs for a refused caller.
-    interceptors: [requestLog, authorize, guards.rateLimit],
+    // classifyFaults is innermost, so the log and the caller see INTERNAL for an unexpected throw.
+    interceptors: [requestLog, authorize, guards.rateLimit, classifyFaults],
     // Larger requests are refused before they are parsed.
     readMaxBytes: guards.limits.maxRequestBytes,
     // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.
