@@ -57,7 +57,7 @@ export class LiveSink implements EventSink {
       knownCallIds: new Set(),
       ..._o.tools,
       executionId: _o.executionId,
-      writer: _o.writer,
+      writer: { append: (events) => this._append(events) },
       signal: _o.signal,
     };
   }
@@ -184,7 +184,20 @@ export class LiveSink implements EventSink {
 
   private _record(kind: EventKind, body: Event["body"]): void {
     this._check();
-    this._o.writer.append([create(EventSchema, { executionId: this._o.executionId, kind, body })]);
+    this._append([create(EventSchema, { executionId: this._o.executionId, kind, body })]);
+  }
+
+  /**
+   * Every append of the turn. A failed one (refused or a storage fault) latches: the harness saw
+   * no result for an effect that is not on record, so it must not carry on as if it had one (a
+   * swallowed failure would let the turn complete without, say, its gated call: §8.14 #108, #113).
+   */
+  private _append(events: readonly Event[]) {
+    try {
+      return this._o.writer.append(events);
+    } catch (e) {
+      throw this.latch(e instanceof Error ? e : new Error(String(e)));
+    }
   }
 
   private _check(): void {

@@ -52,7 +52,8 @@ export interface ParkedGate {
 export interface ToolContext {
   sessionUid: string;
   executionId: string;
-  writer: TurnWriter;
+  /** The turn's appends (through the live sink, which latches a failed one). */
+  writer: Pick<TurnWriter, "append">;
   signal: AbortSignal;
   tools?: ToolExecutor;
   /** REQUIRES_APPROVAL needs a STATELESS_REPLAY harness (memory harnesses cannot re-run to the gate). */

@@ -1,9 +1,9 @@
 /**
  * Approval gates in the controller, beyond the basic park and recovery in tools.test.ts
- * (BEHAVIOUR.md §4.11; checklist §8.14 #94, #115, #116, #122): malformed gate evidence is an
- * invalid log (nothing runs, nothing is appended), a changed re-issued gated call diverges and
- * stays diverged, and nothing but the request follows a gated call's intent however the harness
- * races it.
+ * (BEHAVIOUR.md §4.11; checklist §8.14 #94, #112, #113, #115, #116, #122): malformed gate evidence
+ * is an invalid log (nothing runs, nothing is appended), a changed re-issued gated call diverges and
+ * stays diverged, nothing but the request follows a gated call's intent however the harness races
+ * it, and a failed gate append is sticky, writes nothing of the gate and leaves it recoverable.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
@@ -14,6 +14,8 @@ import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
 import { ApprovalParkedError, ReplayDivergedError } from "../../../objects/controller/errors.js";
 import { endEvent, inputEvent } from "../../../objects/controller/events.js";
 import { replayJournal } from "../../../objects/controller/replay.js";
+import type { TurnLog } from "../../../objects/controller/turn-writer.js";
+import type { AppendResult } from "../../../objects/journal/journal.js";
 import { resumeLatest } from "../../../objects/controller/resume.js";
 import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
 
@@ -211,6 +213,138 @@ describe("output racing a gated call", () => {
       await expect(late).rejects.toBeInstanceOf(ApprovalParkedError);
     }
     expect(fx.kinds()).toEqual(kinds);
+    expect(ex.calls).toHaveLength(0);
+  });
+});
+
+/**
+ * A journal whose appends can be made to fail: `fail` sees each batch and may refuse it (an append
+ * result) or throw (a storage fault). Everything else reaches the real journal.
+ */
+function flakyLog(fx: ReturnType<typeof newLog>, fail: (events: readonly Event[]) => AppendResult | Error | undefined) {
+  const log: TurnLog = {
+    head: () => fx.log.head(),
+    events: (from, to) => fx.log.events(from, to),
+    append: (events, opts) => {
+      const f = fail(events);
+      if (f instanceof Error) throw f;
+      return f ?? fx.log.append(events, opts);
+    },
+  };
+  return log;
+}
+
+const isGateBatch = (events: readonly Event[]) => events.some((e) => e.kind === EventKind.EVENT_APPROVAL_REQUEST);
+
+/** One model call, then the gated call; every later sink call is tried (errors swallowed) and kept. */
+function gateAfterModel(seen: unknown[]): Harness {
+  const attempt = async (f: () => Promise<unknown>) => {
+    try {
+      await f();
+      seen.push("ok");
+    } catch (e) {
+      seen.push(e);
+    }
+  };
+  return {
+    describe: () => descriptor("h"),
+    async run(_s, sink) {
+      await sink.model({ model: "m", messages: [userText("hello")] });
+      await attempt(() => sink.toolCall(gated()));
+      await attempt(() => sink.output("carry on"));
+      await attempt(() => sink.usage(create(UsageSchema, { inputTokens: 1n })));
+      await attempt(() => sink.toolCall(toolCall({ id: "c9", idempotencyKey: "k9" })));
+    },
+  };
+}
+
+/** [START, INPUT, MODEL_CALL, OUTPUT]: a turn cut right before its gated call. */
+async function cutBeforeGate() {
+  const fx = newLog();
+  await liveTurn(fx, gateAfterModel([]), scriptedModels(echoScript), ["hello"], { executionId: exe, tools: toolDeps(fakeExecutor().executor) });
+  fx.truncateAfter(4);
+  expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT"]);
+  return fx;
+}
+
+function resumeOn(fx: ReturnType<typeof newLog>, log: TurnLog, h: Harness, ex: ReturnType<typeof fakeExecutor>, observed: string[]) {
+  return resumeLatest(fx.events(), {
+    sessionUid: uid,
+    log,
+    mintFence: () => fx.journal.mintFence(),
+    describe: describer({ h }),
+    defaultHarness: "h",
+    models: scriptedModels(echoScript),
+    observe: (records) => observed.push(...records.map((r) => EventKind[r.decoded.kind].replace(/^EVENT_/, ""))),
+    signal: new AbortController().signal,
+    tools: toolDeps(ex.executor),
+  });
+}
+
+describe("the gate's own append", () => {
+  // This host writes TOOL_CALL and APPROVAL_REQUEST in one transaction (tool-steps.ts `park`), so
+  // a failed request append leaves no intent behind either: there is never a TOOL_CALL-only gate to
+  // repair. What #112 and #113 ask of the repair is asked here of that append.
+  it("§8.14 #113 resume: a request-append failure on a live tail is sticky and writes nothing of the gate; a fresh Resume then parks once", async () => {
+    const fx = await cutBeforeGate();
+    const fault = new Error("disk I/O error");
+    let failures = 0;
+    const log = flakyLog(fx, (events) => (isGateBatch(events) && failures++ === 0 ? fault : undefined));
+    const ex = fakeExecutor();
+    const seen: unknown[] = [];
+    const observed: string[] = [];
+    const out = await resumeOn(fx, log, gateAfterModel(seen), ex, observed);
+    expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Internal, message: "disk I/O error" } });
+    // The failure stops every later sink call with that same cause, never a divergence.
+    expect(seen).toHaveLength(4);
+    for (const e of seen) expect(e).toBe(fault);
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "ERROR"]);
+    expect(observed).toEqual(["ERROR"]);
+    expect(ex.calls).toHaveLength(0);
+
+    // The gate is recoverable: a fresh Resume re-drives to it and parks with one intent and one request.
+    const again: string[] = [];
+    const parked = await resumeOn(fx, fx.log, gateAfterModel([]), ex, again);
+    expect(parked).toMatchObject({ kind: "redriven", outcome: { kind: "parked", gate: { executionId: exe, toolCallId: "g1", requestSeq: 7n } } });
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "ERROR", "TOOL_CALL", "APPROVAL_REQUEST"]);
+    expect(again).toEqual(["TOOL_CALL", "APPROVAL_REQUEST"]);
+    // Observed once: a repeat parks on the committed request without writing or observing anything.
+    const repeat: string[] = [];
+    expect(await resumeOn(fx, fx.log, gateAfterModel([]), ex, repeat)).toMatchObject({ kind: "redriven", outcome: { kind: "parked", gate: { requestSeq: 7n } } });
+    expect(repeat).toEqual([]);
+    expect(fx.kinds()).toHaveLength(7);
+    expect(ex.calls).toHaveLength(0);
+    expect(fx.journal.verify().ok).toBe(true);
+  });
+
+  it("§8.14 #112 resume: the gate is appended under the recovery's own fence; a newer fence or a refused append stops it with that cause and writes no request", async () => {
+    // A newer writer minted a fence after this recovery's: the gate append is fenced out.
+    const fx = await cutBeforeGate();
+    const ex = fakeExecutor();
+    const seen: unknown[] = [];
+    const observed: string[] = [];
+    const newer = flakyLog(fx, (events) => {
+      if (isGateBatch(events)) fx.journal.mintFence();
+      return undefined;
+    });
+    const fenced = await resumeOn(fx, newer, gateAfterModel(seen), ex, observed);
+    expect(fenced).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Aborted, stopped: { reason: "fenced" } } });
+    expect(seen[0]).toMatchObject({ name: "AppendRefusedError", refusal: { reason: "fenced" } });
+    for (const e of seen) expect(e).toBe(seen[0]);
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT"]);
+    expect(observed).toEqual([]);
+
+    // A refusal of the append itself (here: too large) is that refusal, sticky, and nothing is written.
+    const fx2 = await cutBeforeGate();
+    const seen2: unknown[] = [];
+    const observed2: string[] = [];
+    const refusing = flakyLog(fx2, (events) => (isGateBatch(events) ? { ok: false, reason: "too_large", index: 1, bytes: 3_000_000, limit: 1_900_000 } : undefined));
+    const refused = await resumeOn(fx2, refusing, gateAfterModel(seen2), ex, observed2);
+    expect(refused).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Aborted, stopped: { reason: "too_large" } } });
+    expect(seen2[0]).toMatchObject({ name: "AppendRefusedError", refusal: { reason: "too_large" } });
+    for (const e of seen2) expect(e).toBe(seen2[0]);
+    expect(fx2.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT"]);
+    expect(observed2).toEqual([]);
     expect(ex.calls).toHaveLength(0);
   });
 });

@@ -1,10 +1,11 @@
 /**
  * Controller recovery (BEHAVIOUR.md §2.5, checklist §8.1 #3, §8.8 #40-47, §8.9 #52, §8.13 #85-87):
- * a lost END costs no model call; a cut model call is re-driven exactly once; a different request
- * diverges without a provider call; malformed or incomplete journals are refused untouched.
+ * a lost END costs no model call; a cut model call is re-driven exactly once, and a harness retry
+ * after a failed re-drive is a new call of its own (#43); a different request diverges without a
+ * provider call; malformed or incomplete journals are refused untouched.
  */
 import { describe, expect, it } from "vitest";
-import { userText } from "../../../proto/messages.js";
+import { textOf, userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { replayJournal } from "../../../objects/controller/replay.js";
 import { resumeLatest, type ResumeOptions } from "../../../objects/controller/resume.js";
@@ -95,6 +96,34 @@ describe("resumeLatest", () => {
     expect(models.calls).toBe(3);
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR", "ERROR", "ERROR", "OUTPUT", "END"]);
     expect(fx.events().filter((e) => e.event.kind === 3)).toHaveLength(1);
+  });
+
+  it("§8.8 #43 resume: a harness that retries inside the same Run after a failed re-drive records a new MODEL_CALL and its OUTPUT; replay needs no call", async () => {
+    // Retries a failed model call once, with the same request: the retry is a new live call.
+    const retrying: Harness = {
+      describe: () => descriptor("h"),
+      async run(start, sink) {
+        const req = { model: "m", messages: [userText(textOf(start.inputs[0]))] };
+        await sink.model(req).catch(() => sink.model(req));
+      },
+    };
+    const fx = newLog();
+    await liveTurn(fx, retrying, scriptedModels(echoScript), ["hi"]);
+    fx.truncateAfter(3); // the crash lost the answer: [START, INPUT, MODEL_CALL]
+    const models = scriptedModels(failingScript(1));
+    const r = await resume(fx, { h: retrying }, models);
+    expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
+    expect(models.calls).toBe(2); // the failed re-drive, then the retry
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "MODEL_CALL", "OUTPUT", "END"]);
+    // No MODEL_CALL has two OUTPUTs: the cut call stays unanswered, the retry has its own id and answer.
+    const calls = fx.events().filter((e) => e.event.body.case === "model");
+    const ids = calls.map((e) => (e.event.body.case === "model" ? e.event.body.value.id : ""));
+    expect(new Set(ids).size).toBe(2);
+    expect(outputTexts(fx.events())).toEqual(["echo:hi"]);
+    const replayModels = scriptedModels(echoScript);
+    const rep = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: retrying }), defaultHarness: "h", models: replayModels });
+    expect(rep).toMatchObject({ ok: true, outputs: ["echo:hi"], modelCalls: 0 });
+    expect(replayModels.calls).toBe(0);
   });
 
   it("resume: a different model request diverges with zero provider calls and an ERROR; a matching one then recovers", async () => {
