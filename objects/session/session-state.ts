@@ -66,7 +66,7 @@ export interface SessionHostDeps {
 
 /** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
 export interface PlacementLine {
-  op: "admit" | "place" | "recover";
+  op: "admit" | "place" | "recheck" | "recover";
   decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch";
   harness: string;
   harnessId?: string;
@@ -217,6 +217,32 @@ export class SessionState {
     const refused = this.canPlace(described, served.runtime);
     line(refused ? "refused" : "admitted", served.runtime, descriptor.id);
     return refused ? failure("unplaceable", refused) : success(described);
+  }
+
+  /**
+   * The live re-check (BEHAVIOUR.md §6.1; checklist §8.16 #151). A backend describes a harness it
+   * has not started, so once its incarnation has dialled back, the harness on this session's own
+   * connection is described and gated too: the registration's descriptor id, and CanPlace on that
+   * backend. Runs after placement and before anything is journaled; writes nothing.
+   */
+  async recheckLive(name: string, served: ServedHarness, describe: DescribeHarness = this.describer()): Promise<Outcome<true>> {
+    const rt = served.runtime;
+    if (!rt) return success(true);
+    const startedMs = this.d.now();
+    const line = (decision: PlacementLine["decision"], harnessId?: string) => this.logPlacement({ op: "recheck", decision, harness: name, harnessId, runtime: rt.name, startedMs });
+    const live = await describe(name);
+    if (!live) {
+      line("unavailable");
+      return failure("harness_unavailable", `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection within 10 s; nothing was written, retry`);
+    }
+    const id = live.descriptor.id;
+    if (served.expectId && id !== served.expectId) {
+      line("mismatch", id);
+      return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but the placed harness describes itself as "${id}"; nothing was written`);
+    }
+    const refused = this.canPlace(live, rt);
+    line(refused ? "refused" : "admitted", id);
+    return refused ? failure("unplaceable", `${refused} (as the placed harness describes itself; its backend's Describe said otherwise); nothing was written`) : success(true);
   }
 
   /** One structured line per placement decision; refusals are INFO (the caller's problem, not ours). */

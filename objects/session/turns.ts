@@ -11,6 +11,7 @@ import { Code } from "@connectrpc/connect";
 import { MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
 import { runLiveTurn } from "../controller/live-turn.js";
+import { cachedDescriber, type DescribeHarness } from "../controller/identity.js";
 import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller/resume.js";
 import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
@@ -18,6 +19,7 @@ import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./fa
 import { FrameSink } from "./frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
+import type { Runtime } from "../../runtimes/runtime-spi.js";
 import type { LiveTurn, SessionState } from "./session-state.js";
 
 export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failure;
@@ -85,15 +87,25 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
   try {
     const harness = s.meta.load()!.statics.harness;
     const served = await s.served(harness);
+    // The gate, the live re-check and the recovery describe each harness once between them.
+    const describe = cachedDescriber(s.describer());
+    // BEHAVIOUR.md §6.1 Resume: guard → gate → Restore → re-check; a refusal touches no compute
+    // and writes nothing (checklist §8.16 #149, #151).
     if (served?.runtime) {
+      const admitted = await s.admit(harness);
+      if (!admitted.ok) return admitted;
       const placed = await s.ensurePlaced(harness, served);
       if (!placed.ok) return placed;
+      const rechecked = await s.recheckLive(harness, served, describe);
+      if (!rechecked.ok) return rechecked;
     } else {
+      const refused = await gateBeforeRestore(s, describe);
+      if (refused) return refused;
       const spec = { sessionUid: s.uid, harness };
       const ref = ownSuspendRef(s);
       await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
     }
-    const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined);
+    const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined, undefined, { describe, runtime: served?.runtime });
     if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
       // The recovered turn reached a new gate: it is parked again, and cold.
       const parked = await parkCompute(s);
@@ -130,7 +142,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         result = refusalFailure({ ok: false, reason: "conflict", head, expected: req.expectedLastSeq });
         return;
       }
-      const recovered = await recover(s, live, () => s.journal.mintFence(), observe, out);
+      const recovered = await recover(s, live, () => s.journal.mintFence(), observe, out, { runtime: (await s.served(name))?.runtime });
       if (recovered.kind === "redriven" && recovered.outcome.kind === "parked") {
         result = await parkCompute(s, observe);
         parked = result === undefined;
@@ -153,6 +165,12 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     const placed = await s.ensurePlaced(name, admitted.value.served);
     if (!placed.ok) {
       result = placed;
+      return;
+    }
+    const rechecked = await s.recheckLive(name, admitted.value.served);
+    if (!rechecked.ok) {
+      result = rechecked;
+      await s.pauseWarm(admitted.value.served);
       return;
     }
     live.executionId = mintExecutionId();
@@ -230,8 +248,19 @@ function executorMissingForGate(s: SessionState, events: ReturnType<SessionState
   return last?.event.body.case === "approvalResult" && last.event.body.value.approved;
 }
 
-/** Re-drives the latest execution if it never ended (controller Resume). */
-function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, observe: RecordObserver, out?: FrameSink): Promise<ResumeOutcome> {
+/**
+ * Re-drives the latest execution if it never ended (controller Resume). CanPlace is checked
+ * against the runtime that places the harness: its backend's, else the built-in one.
+ */
+function recover(
+  s: SessionState,
+  live: LiveTurn,
+  mintFence: () => bigint,
+  observe: RecordObserver,
+  out?: FrameSink,
+  o: { describe?: DescribeHarness; runtime?: Runtime } = {},
+): Promise<ResumeOutcome> {
+  const runtime = o.runtime ?? s.runtime;
   const events = s.loggedEvents();
   if (executorMissingForGate(s, events)) {
     return Promise.resolve({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true } });
@@ -244,17 +273,35 @@ function recover(s: SessionState, live: LiveTurn, mintFence: () => bigint, obser
     log: s.turnLog(),
     mintFence,
     place: (h) => {
-      const refused = s.canPlace(h);
-      if (refused) s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs: s.d.now() });
+      const refused = s.canPlace(h, runtime);
+      if (refused) s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: runtime.name, startedMs: s.d.now() });
       return refused;
     },
-    describe: s.describer(),
+    describe: o.describe ?? s.describer(),
     defaultHarness: DEFAULT_HARNESS,
     models: s.models(),
     observe,
     onDelta: out && deltaRelay(out, live.executionId),
     signal: live.abort.signal,
   });
+}
+
+/**
+ * CanPlace before the built-in runtime restores anything (checklist §8.16 #149): the harness a
+ * recovery would run (the interrupted execution's recorded one, else the session's) is described
+ * and refused if it now needs memory snapshots. A harness that cannot be described is left to the
+ * recovery to report, as before: only a refusal is decided here.
+ */
+async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Promise<Failure | undefined> {
+  const parsed = parseExecutions(s.loggedEvents());
+  const latest = parsed.ok ? latestExecution(parsed) : undefined;
+  const name = (latest && latest.endState === undefined ? latest.start.harness : s.meta.load()!.statics.harness) || DEFAULT_HARNESS;
+  const startedMs = s.d.now();
+  const h = await describe(name);
+  const refused = h && s.canPlace(h);
+  if (!h || !refused) return undefined;
+  s.logPlacement({ op: "recover", decision: "refused", harness: name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs });
+  return failure("unplaceable", `${refused}; nothing was restored or written`);
 }
 
 /**
