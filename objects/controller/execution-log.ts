@@ -24,6 +24,11 @@ export interface Execution {
   lastSeq: bigint;
   start: ExecutionStart;
   inputs: Message[];
+  /**
+   * The seq of the first INPUT that carries no message. Malformed input, but like a count mismatch
+   * it is judged by checkInputs (§2.6), so Replay skips it on an incomplete execution.
+   */
+  payloadlessInput?: bigint;
   /** Effects in journal order: MODEL_CALL, OUTPUT, TOOL_CALL, TOOL_RESULT, USAGE, APPROVAL_*. */
   effects: LoggedEvent[];
   /** The END record's state, when the execution has one. */
@@ -78,11 +83,11 @@ export function parseExecutions(events: LoggedEvent[]): ParsedLog {
       case EventKind.EVENT_EXECUTION_START:
         return bad(`execution ${ex.id} has a second EXECUTION_START at ${seq}`);
       case EventKind.EVENT_INPUT:
-        if (event.body.case !== "message") return bad(`INPUT at ${seq} has no message`);
         if (ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0) {
           return bad(`INPUT at ${seq} comes after the execution's effects`);
         }
-        ex.inputs.push(event.body.value);
+        if (event.body.case === "message") ex.inputs.push(event.body.value);
+        else ex.payloadlessInput ??= seq;
         break;
       case EventKind.EVENT_END:
         if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
@@ -157,12 +162,13 @@ export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail
 
 /**
  * Input completeness (BEHAVIOUR.md §2.6): the marker must record a non-negative count equal to
- * the committed INPUTs. Fewer inputs on an execution that never ran is an incomplete invocation.
+ * the committed INPUTs, each of which carries a message. Fewer inputs on an execution that never ran is an incomplete invocation.
  */
 export function checkInputs(ex: Execution): InputCheck {
   const count = ex.start.inputCount;
   if (count === undefined) return { ok: false, incomplete: false, detail: `execution ${ex.id} records no input_count` };
   if (count < 0n) return { ok: false, incomplete: false, detail: `execution ${ex.id} records a negative input_count` };
+  if (ex.payloadlessInput !== undefined) return { ok: false, incomplete: false, detail: `INPUT at ${ex.payloadlessInput} has no message` };
   const got = BigInt(ex.inputs.length);
   if (got === count) return { ok: true };
   if (got < count && ex.endState === undefined && ex.effects.length === 0) {

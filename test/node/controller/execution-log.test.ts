@@ -87,6 +87,10 @@ describe("checkInputs", () => {
     expect(checkInputs(only(start("a"), input("a")))).toMatchObject({ ok: false, incomplete: false });
     expect(checkInputs(only(start("a", -1n)))).toMatchObject({ ok: false, incomplete: false });
     expect(checkInputs(only(start("a", 1n), input("a"), input("a")))).toMatchObject({ ok: false, incomplete: false });
+    // A payloadless INPUT is an input-completeness failure (§2.6), judged per execution, not a parse error.
+    const payloadless = create(EventSchema, { executionId: "a", kind: EventKind.EVENT_INPUT });
+    expect(checkInputs(only(start("a", 1n), payloadless))).toMatchObject({ ok: false, incomplete: false, detail: "INPUT at 2 has no message" });
+    expect(checkInputs(only(start("a", 2n), input("a"), payloadless))).toMatchObject({ ok: false, incomplete: false });
   });
 
   it("inputs: fewer inputs on an execution that never ran is an incomplete invocation", () => {

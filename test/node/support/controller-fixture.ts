@@ -11,15 +11,17 @@ import type { Harness, ModelRequest, ModelResponse } from "../../../runtimes/har
 import { ModelProviderError } from "../../../objects/controller/errors.js";
 import type { LoggedEvent } from "../../../objects/controller/execution-log.js";
 import type { DescribeHarness } from "../../../objects/controller/identity.js";
+import { lifecycleEvent, Lifecycle_Kind } from "../../../objects/controller/events.js";
 import { runLiveTurn, type TurnDeps, type TurnOutcome } from "../../../objects/controller/live-turn.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
 import { createTestDb } from "./sqljs-db.js";
 
-export function newLog() {
-  const db = createTestDb();
-  for (const s of JOURNAL_SCHEMA) db.query(s);
+/** A journal on a fresh sql.js database, or on a copy of `bytes` (a reopened snapshot of another one's `db.raw.export()`). */
+export function newLog(bytes?: Uint8Array) {
+  const db = createTestDb(bytes);
+  if (!bytes) for (const s of JOURNAL_SCHEMA) db.query(s);
   // A crash loses the object's memory too: truncateAfter swaps in a fresh Journal (no caches).
   let journal = new Journal(db);
   const log: TurnLog = {
@@ -43,6 +45,25 @@ export function newLog() {
       journal = new Journal(db);
     },
   };
+}
+
+/** "Pod A dies": a fresh process opens the same database file (a byte copy; no caches survive). */
+export function reopenLog(fx: ReturnType<typeof newLog>) {
+  return newLog(fx.db.raw.export());
+}
+
+/**
+ * A fork child at the log level, as objects/session/fork.ts builds one: the parent's records
+ * 1..atSeq copied verbatim, then LIFECYCLE(FORK, "parent@atSeq") under the child's own fence.
+ */
+export function forkLog(parent: ReturnType<typeof newLog>, atSeq: number) {
+  const child = newLog();
+  const seeded = child.journal.seed(parent.journal.read(1n, BigInt(atSeq), 1_000_000));
+  if (!seeded.ok) throw new Error(`fork seed: ${seeded.reason}`);
+  const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_FORK, { detail: `parent@${atSeq}` });
+  const r = child.journal.append([marker], { expectedSeq: BigInt(atSeq), fence: 0n, mintFence: true });
+  if (!r.ok) throw new Error(`fork marker: ${r.reason}`);
+  return child;
 }
 
 export type Script = (req: ModelRequest, call: number) => ModelResponse | Error;
