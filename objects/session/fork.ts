@@ -14,10 +14,10 @@ import type { StoredRecord } from "../journal/journal.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
-import { failure, success, type Outcome } from "./outcomes.js";
+import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import { projectRecords, type States } from "./projection.js";
 import { migrateSession } from "./schema.js";
-import type { SessionState } from "./session-state.js";
+import { DESCRIBE_TIMEOUT_MS, type ServedHarness, type SessionState } from "./session-state.js";
 
 /** What a child needs to know about its parent's fork point. */
 export interface ForkSource {
@@ -34,11 +34,34 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   const head = s.journal.head().seq;
   const at = atSeq <= 0n ? head : atSeq;
   if (at > head) return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
-  const harness = await s.harness(s.meta.load()!.statics.harness);
-  if (!harness) return failure("harness_mismatch", `the session's harness "${s.meta.load()!.statics.harness}" is not served here, so its children could not run`);
+  const name = s.meta.load()!.statics.harness;
+  const served = await s.served(name);
+  if (!served) return failure("harness_mismatch", `the session's harness "${name}" is not served here, so its children could not run`);
+  const refused = await memoryForkRefusal(s, name, served);
+  if (refused) return refused;
   // Inherited gates cannot be approved in the child: it starts with no pending approval.
   const states = { ...projectRecords(INITIAL_STATES, s.events(1n, at)), pending: undefined };
   return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states });
+}
+
+/**
+ * CanPlace on Fork (docs/runtimes.md "Capabilities and CanPlace"; checklist §8.17 #171): every fork
+ * here replays the prefix into a fresh harness, which a harness that requires memory snapshots
+ * cannot resume from, so its fork is refused before any child exists. A harness that cannot be
+ * described now is not refused here (its children report it when they run).
+ */
+async function memoryForkRefusal(s: SessionState, name: string, served: ServedHarness): Promise<Failure | undefined> {
+  const startedMs = s.d.now();
+  const runtime = served.runtime ?? s.runtime;
+  const descriptor = await (served.runtime
+    ? served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS))
+    : s.describer()(name).then((d) => d?.descriptor)
+  ).catch(() => undefined);
+  if (!descriptor) return undefined;
+  const refused = s.canPlace({ name, harness: served.harness, descriptor }, runtime);
+  if (!refused) return undefined;
+  s.logPlacement({ op: "fork", decision: "refused", harness: name, harnessId: descriptor.id, runtime: runtime.name, startedMs });
+  return failure("unplaceable", `${refused}, so its children could not resume from their journals; nothing was forked`);
 }
 
 /** Creates the child's storage and metadata (not yet listed) and mints its first fence. */

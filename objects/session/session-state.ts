@@ -6,6 +6,7 @@
  * @internal
  */
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { create } from "@bufbuild/protobuf";
@@ -66,8 +67,8 @@ export interface SessionHostDeps {
 
 /** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
 export interface PlacementLine {
-  op: "admit" | "place" | "recheck" | "recover";
-  decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch";
+  op: "admit" | "place" | "recheck" | "recover" | "fork";
+  decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch" | "error";
   harness: string;
   harnessId?: string;
   runtime: string;
@@ -202,6 +203,13 @@ export class SessionState {
       // A runtime backend describes a harness it hosts without starting it.
       descriptor = served.runtime ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS)) : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
     } catch (e) {
+      // A backend that answered Describe with a terminal error (runtimes/http keeps its code; the
+      // retryable ones arrive as UNAVAILABLE) is not unavailable: retrying will not help
+      // (BEHAVIOUR.md §6.1 "an answered error"; checklist §8.16 #150).
+      if (served.runtime && e instanceof ConnectError && e.code !== Code.Unavailable) {
+        line("error", served.runtime);
+        return failure("internal", `the ${served.runtime.name} runtime answered Describe for harness "${name}" with an error (${Code[e.code]}: ${e.rawMessage}); nothing was written`);
+      }
       line("unavailable", served.runtime);
       return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
     }
@@ -249,7 +257,7 @@ export class SessionState {
   logPlacement(p: PlacementLine): void {
     const meta = this.meta.load();
     const line = {
-      level: p.decision === "unavailable" ? "warn" : "info",
+      level: p.decision === "unavailable" || p.decision === "error" ? "warn" : "info",
       msg: "placement",
       component: "placer",
       op: p.op,

@@ -159,7 +159,12 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       return;
     }
     if (live.abort.signal.aborted) {
-      result = failure("canceled", "the turn was canceled before it started: nothing was written");
+      // The caller's own deadline or Cancel during admission, with its cause (checklist §8.16 #150).
+      const cause: unknown = live.abort.signal.reason;
+      result =
+        cause instanceof TurnInterruptedError && cause.why === "deadline"
+          ? failure("deadline_exceeded", "the turn's deadline_unix passed during admission: nothing was written")
+          : failure("canceled", "the turn was canceled before it started: nothing was written");
       return;
     }
     const placed = await s.ensurePlaced(name, admitted.value.served);

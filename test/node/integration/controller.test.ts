@@ -129,6 +129,49 @@ describe("controller with a real model provider", () => {
     expect((await audit.verify({ session: uid, replay: true })).modelCalls).toBe(0n);
   });
 
+  it("resume (§8.17 #183): a model failure (HTTP 503, an Unavailable status) while Resume re-drives the turn fails INTERNAL with an ERROR journaled", async () => {
+    fake.next = () => ({ kind: "error", status: 503 });
+    const s = await client.create({ harness: "chat" });
+    const uid = s.metadata!.uid;
+    await client.exec({ session: uid, inputs: ["flaky"] }).catch(() => undefined);
+    const failedOnce = kinds(await records(uid));
+    expect(failedOnce.at(-1)).toBe("ERROR");
+
+    const err = await client.raw.resume({ session: uid }).catch((e) => ConnectError.from(e));
+    fake.next = () => ({ kind: "answer" });
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.Internal);
+    expect((err as ConnectError).rawMessage).toContain("503");
+    const after = kinds(await records(uid));
+    expect(after.slice(0, failedOnce.length)).toEqual(failedOnce);
+    expect(after.at(-1)).toBe("ERROR");
+    expect(after.filter((k) => k === "ERROR")).toHaveLength(2);
+    expect(after).not.toContain("LIFECYCLE");
+    expect((await client.get(uid)).execState).toBe(5); // EXEC_FAILED
+
+    expect((await client.raw.resume({ session: uid })).computeState).toBe(2); // COMPUTE_LIVE
+    expect(kinds(await records(uid)).slice(-3)).toEqual(["OUTPUT", "END", "LIFECYCLE"]);
+  });
+
+  // CONTRACT.md §8 (Exec: "missing tool executor → FAILED_PRECONDITION") rather than the INTERNAL of
+  // BEHAVIOUR.md's pre-approval tests (its §4.12 version note).
+  it("tool (§8.17 #167): without an executor a host-executed call fails the Exec FAILED_PRECONDITION \"no tool executor configured\" after its intent; an empty key fails INTERNAL before any intent", async () => {
+    const s = await client.create({ harness: "tools" });
+    const uid = s.metadata!.uid;
+    const config = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
+    const err = await client.exec({ session: uid, inputs: ["go"], config: config({ calls: [{ id: "c1", tool: "charge", args: { cents: 1 } }] }) }).catch((e) => ConnectError.from(e));
+    expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
+    expect((err as ConnectError).rawMessage).toContain("no tool executor configured");
+    expect(kinds(await records(uid))).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "ERROR"]);
+
+    const s2 = await client.create({ harness: "tools" });
+    const keyless = await client
+      .exec({ session: s2.metadata!.uid, inputs: ["go"], config: config({ calls: [{ id: "c1", tool: "charge", key: "" }] }) })
+      .catch((e) => ConnectError.from(e));
+    expect((keyless as ConnectError).code).toBe(Code.Internal);
+    expect(kinds(await records(s2.metadata!.uid))).toEqual(["EXECUTION_START", "INPUT", "ERROR"]);
+  });
+
   it("exec: deadline_unix bounds a turn: a provider that never answers fails it DEADLINE_EXCEEDED", async () => {
     fake.next = () => ({ kind: "hold" });
     const s = await client.create({ harness: "chat" });

@@ -3,10 +3,11 @@
  * stand-in executor that deduplicates by key and counts effects, and the test-only `tools`
  * harness (TEST_HARNESSES=1), which makes the tool calls its execution config lists.
  */
+import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventKind, ToolResult_Code, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
-import { ExecState, type Session } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecState, SessionSchema, type Session } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
 import { sleep, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 import { startFakeExecutor, type FakeExecutor } from "../support/fake-executor.js";
@@ -90,6 +91,21 @@ describe("host-mediated tools", () => {
     expect(JSON.stringify(rs.map((r) => r.toString()))).not.toContain("SECRET");
   });
 
+  it("tool (§8.17 #167): an executor failure the harness does not handle fails the Exec INTERNAL after the intent, with no receipt", async () => {
+    const s = await client.create({ harness: "tools" });
+    const uid = s.metadata!.uid;
+    const before = exec.requests.length;
+    exec.next = () => ({ kind: "fail", status: 500 });
+    const err = await client.exec({ session: uid, inputs: ["charge"], config: config([{ id: "c1", tool: "charge", args: { cents: 5 } }]) }).catch((e) => ConnectError.from(e));
+    exec.next = () => ({ kind: "ok" });
+    expect((err as ConnectError).code).toBe(Code.Internal);
+    expect((err as ConnectError).rawMessage).toContain("500");
+    expect(exec.requests.length - before).toBe(1);
+    const rs = await records(uid);
+    expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "ERROR"]);
+    expect(receipts(rs)).toEqual([]);
+  });
+
   it("tool: a refused call (no key, not mediated, non-JSON args) fails the turn with nothing recorded for it", async () => {
     const s = await client.create({ harness: "tools" });
     const before = exec.requests.length;
@@ -111,7 +127,14 @@ describe("approval gates", () => {
 
     await server.stop();
     await server.restart();
-    expect((await client.get(uid)).pendingApproval?.requestSeq).toBe(4n);
+    const got = await client.get(uid);
+    expect(got.pendingApproval?.requestSeq).toBe(4n);
+    // §8.17 #188: the listing shows the same pending approval after the restart.
+    let listed: Session | undefined;
+    for await (const x of client.list()) if (x.metadata?.uid === uid) listed = x;
+    expect(listed?.pendingApproval).toEqual(got.pendingApproval);
+    expect(listed).toMatchObject({ execState: ExecState.EXEC_AWAITING, computeState: 4, lastSeq: got.lastSeq });
+    const tuple = got.pendingApproval!;
 
     const before = exec.requests.length;
     const approved = await decide(uid, true, "fine");
@@ -124,6 +147,15 @@ describe("approval gates", () => {
     const rs = await records(uid);
     expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END", "LIFECYCLE"]);
     expect(receipts(rs)[0]).toMatchObject({ id: "g1", code: ToolResult_Code.CODE_UNSPECIFIED, isError: false, approvalRequestSeq: 4n, approvalDecisionSeq: 6n });
+
+    // §8.17 #188: an exact retry after a newer turn returns the original decision and changes nothing.
+    const newer = await client.exec({ session: uid, inputs: ["next"], config: config([]) });
+    const head = newer.cursor;
+    const retried = await client.raw.approve({ session: uid, executionId: tuple.executionId, toolCallId: tuple.toolCallId, requestSeq: tuple.requestSeq, approved: true, reason: "fine" });
+    expect(retried.decision?.seq).toBe(6n);
+    expect(retried.decision?.contentHash).toBe(approved.decision?.contentHash);
+    expect((await client.get(uid)).lastSeq).toBe(head);
+    expect(exec.requests.length - before).toBe(1);
   });
 
   it("deny: the receipt is APPROVAL_DENIED, the executor is never called, and the turn ends", async () => {
@@ -159,5 +191,49 @@ describe("approval gates", () => {
     expect(decision.actor?.principal).toBe("system:approval-deadline");
     expect(decision.body.case === "approvalResult" && decision.body.value).toMatchObject({ approved: false });
     expect(receipts(rs)[0]).toMatchObject({ code: ToolResult_Code.APPROVAL_DENIED });
+  });
+});
+
+describe("listings and fork metadata through a restart", () => {
+  it("restart (§8.15 #133, §8.17 #169 #174): a project's listing (an eventless session included, exact project, pages of 2) and forked children's metadata read the same after a server restart", async () => {
+    const project = `restart-${Date.now()}`;
+    const note = 'say "hi"\nthen — ünïcødé ✓';
+    const empty = await client.create({ project, name: "empty", model: "m-empty" });
+    const parent = await client.create({ project, name: "parent", labels: { team: "x" }, annotations: { note } });
+    await client.create({ project: `${project}-other` });
+    await client.exec({ session: parent.metadata!.uid, inputs: ["hi"] });
+    const [kid] = await client.fork(parent.metadata!.uid, { labels: { child: "1" }, names: ["kid"] });
+    const [bare] = await client.fork(parent.metadata!.uid);
+    const uids = [empty, parent, kid!, bare!].map((x) => x.metadata!.uid);
+
+    const listing = async () => {
+      const out: Session[] = [];
+      for await (const x of client.list({ project, pageSize: 2 })) out.push(x);
+      return out;
+    };
+    const snapshot = async () => ({
+      listed: (await listing()).map((x) => toJsonString(SessionSchema, x)),
+      got: await Promise.all(uids.map(async (u) => toJsonString(SessionSchema, await client.get(u)))),
+    });
+
+    const listed = await listing();
+    expect(new Set(listed.map((x) => x.metadata!.uid))).toEqual(new Set(uids));
+    expect(listed).toHaveLength(4);
+    const created = listed.map((x) => x.metadata!.createTime!.seconds * 1_000_000_000n + BigInt(x.metadata!.createTime!.nanos));
+    expect([...created].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(created);
+    expect(listed.find((x) => x.metadata!.uid === uids[0])).toMatchObject({ lastSeq: 0n, computeState: 1, model: "m-empty", metadata: { project, name: "empty" } });
+    const children = listed.filter((x) => x.parentUid === uids[1]);
+    expect(children.map((x) => x.metadata!.uid).sort()).toEqual([uids[2], uids[3]].sort());
+    expect(await client.get(uids[2]!)).toMatchObject({ labels: { child: "1" }, annotations: { note }, metadata: { name: "kid", project } });
+    const bareChild = await client.get(uids[3]!);
+    expect(bareChild.labels).toEqual({});
+    expect(bareChild.annotations).toEqual({ note });
+    expect(bareChild.identity).toBeUndefined();
+    const before = await snapshot();
+
+    await server.stop();
+    await server.restart();
+
+    expect(await snapshot()).toEqual(before);
   });
 });
