@@ -159,6 +159,29 @@ describe("resumeLatest", () => {
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "USAGE", "END"]);
   });
 
+  it("§8.1 #5 resume: a lost END after OUTPUT and USAGE costs no model call, keeps the one USAGE with its values, and replays", async () => {
+    const fx = newLog();
+    const usage = { model: "m", inputTokens: 11n, outputTokens: 7n, reasoningTokens: 2n };
+    const reports = modelHarness("h", "1", (sink) => sink.usage(usage as never));
+    await liveTurn(fx, reports, scriptedModels(echoScript), ["hi"]);
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "USAGE", "END"]);
+    fx.truncateAfter(5);
+    const models = scriptedModels(echoScript);
+    const r = await resume(fx, { h: reports }, models);
+    expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
+    expect(models.calls).toBe(0);
+    expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "USAGE", "END"]);
+    const usages = fx.events().filter((e) => e.event.body.case === "usage");
+    expect(usages).toHaveLength(1);
+    expect(usages[0]!.event.body.value).toMatchObject(usage);
+    expect(outputTexts(fx.events())).toEqual(["echo:hi"]);
+    // A later replay serves everything from the journal.
+    const again = scriptedModels(echoScript);
+    const rep = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: reports }), defaultHarness: "h", models: again });
+    expect(rep).toMatchObject({ ok: true, outputs: ["echo:hi"], modelCalls: 0 });
+    expect(again.calls).toBe(0);
+  });
+
   it("resume: a recorded prefix the harness does not consume is a divergence and gets no END", async () => {
     const fx = newLog();
     await liveTurn(fx, modelHarness("h", "1", async (sink) => sink.output("more")), scriptedModels(echoScript), ["hi"]);

@@ -1,6 +1,6 @@
 /**
  * Approval gates over the wire, host side (BEHAVIOUR.md §4.11 "Over the wire"; docs/tunnel.md;
- * checklist §8.5 #26, #27), against a real `wrangler dev` with a stand-in tool executor that counts
+ * checklist §8.5 #25, #26, #27), against a real `wrangler dev` with a stand-in tool executor that counts
  * requests. The harness is a bare WebSocket peer (the `ws` package and the generated messages, no
  * SDK), so every frame the host sends is seen as sent: after Approve, the recovery stream carries
  * the decision frame, then the receipt frame, whose seqs are the journal's; replay re-sends the
@@ -9,7 +9,8 @@
 import { create, equals, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApprovalResultSchema, EventKind, EventSchema, LogRecordSchema, Mediation, ToolResult_Code, ToolResultSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { ApprovalResultSchema, EventKind, EventSchema, Lifecycle_Kind, LogRecordSchema, Mediation, ToolResult_Code, ToolResultSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { Resumability, type ControllerFrame } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
@@ -126,7 +127,7 @@ describe("approval gates over the wire", () => {
   ] as const;
 
   for (const v of variants) {
-    it(`§8.5 #26 #27 ${v.name}: Resume sends the decision frame then the receipt (the journal's seqs, code ${ToolResult_Code[v.code]}); replay re-sends the same pair and writes nothing`, async () => {
+    it(`§8.5 #25 #26 #27 ${v.name}: the park frame is the journaled request and nothing terminal is written; Resume sends the decision frame then the receipt (the journal's seqs, code ${ToolResult_Code[v.code]}); replay re-sends the same pair and writes nothing`, async () => {
       const uid = (await client.create({ harness: NAME })).metadata!.uid;
       replies.set(uid, v.executor);
 
@@ -138,6 +139,18 @@ describe("approval gates over the wire", () => {
       const [first] = await peer.streamsOf(uid, 1);
       expect(frameCases(first!)).toEqual(["start", "park"]);
       expect(first!.frames[1]!.frame.value).toMatchObject({ executionId: pending.executionId, toolCallId: "c1", requestSeq: pending.requestSeq });
+      // #25: the park frame's tuple is the journaled request's own (its execution id, call id and
+      // seq); the turn did not complete (no output, awaiting the decision), nothing terminal and no
+      // PARKED is journaled, and the executor was not called.
+      const park = first!.frames[1]!.frame;
+      expect(park.case === "park" && park.value).toMatchObject({ executionId: live.event!.executionId, toolCallId: "c1", requestSeq: live.seq });
+      expect(live.event!.body.case === "approval" && live.event!.body.value.toolCallId).toBe("c1");
+      expect(turn.outputs).toEqual([]);
+      expect(turn.finalSession!.execState).toBe(ExecState.EXEC_AWAITING);
+      const parked = await records(uid);
+      expect(kinds(parked)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE"]);
+      expect(parked[4]!.event!.body.case === "lifecycle" && parked[4]!.event!.body.value.kind).toBe(Lifecycle_Kind.LIFECYCLE_SUSPEND);
+      expect(executorCalls(uid)).toBe(0);
 
       const decided = await client.approve(uid, { executionId: pending.executionId, toolCallId: "c1", requestSeq: pending.requestSeq, approved: v.approved, reason: v.approved ? "fine" : "too much" });
       const decisionSeq = decided.decision!.seq;
