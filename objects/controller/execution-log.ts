@@ -140,6 +140,8 @@ function stepGate(gates: Map<string, OpenGate>, executionId: string, seq: bigint
   switch (event.kind) {
     case EventKind.EVENT_TOOL_CALL:
       if (event.body.case === "tool" && event.body.value.mediation === Mediation.REQUIRES_APPROVAL) {
+        // A gate is correlated by its call id: live refuses an empty one before the intent (§8.14 #93).
+        if (event.body.value.id === "") return `the approval-gated tool call at ${seq} has no id`;
         gates.set(executionId, { callId: event.body.value.id, callSeq: seq, next: EventKind.EVENT_APPROVAL_REQUEST });
       }
       return undefined;

@@ -53,9 +53,11 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
   const parsed = parseExecutions(events);
   if (!parsed.ok) return { kind: "invalid", detail: parsed.detail, incomplete: false };
   const ex = latestExecution(parsed);
-  if (!ex || ex.endState !== undefined) return { kind: "noop" };
+  if (!ex) return { kind: "noop" };
+  // Checked before the finished-turn no-op: a count-short completed turn is malformed, not done (§8.17 #181).
   const inputs = checkInputs(ex);
   if (!inputs.ok) return { kind: "invalid", detail: inputs.detail, incomplete: inputs.incomplete };
+  if (ex.endState !== undefined) return { kind: "noop" };
   let served;
   try {
     served = await harnessFor(ex, o.describe, o.defaultHarness);

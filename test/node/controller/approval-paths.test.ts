@@ -118,7 +118,7 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
   const cases: [string, Event[], "invalid" | "diverged" | RegExp, ToolCall?][] = [
     ["a gated call without an execution id", [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated() }, ""), requestEv()], "invalid"],
     ["a request without an execution id", [callEv(gated()), ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g1" } }, "")], "invalid"],
-    ["a decided gated call with an empty call id", [callEv(gated({ id: "" })), requestEv(""), decisionEv(true, 3n, "")], "diverged", gated({ id: "" })],
+    ["a decided gated call with an empty call id", [callEv(gated({ id: "" })), requestEv(""), decisionEv(true, 3n, "")], "invalid", gated({ id: "" })],
     ["a gated call without a key", [callEv(gated({ idempotencyKey: "" })), requestEv(), decisionEv(true)], /idempotency key/, gated({ idempotencyKey: "" })],
     ["a request after an ordinary (not gated) call", [callEv(gated({ mediation: Mediation.CONTROLLER_MEDIATED })), requestEv(), decisionEv(true)], "invalid", gated({ mediation: Mediation.CONTROLLER_MEDIATED })],
     ["a request with no call", [requestEv(), decisionEv(true, 2n)], "invalid"],
@@ -176,12 +176,10 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
 });
 
 describe("a gate without a call id (§8.14 #93)", () => {
-  // Fails today: replay serves a complete gate whose call, request, decision and receipt all carry
-  // an empty call id (this host never writes one: live refuses it before the intent). The fix is
-  // outside the controller's tool files: execution-log.ts `stepGate` (or recorded-sink.ts `_gate`)
-  // should refuse a REQUIRES_APPROVAL TOOL_CALL with an empty id as an invalid log. Resume is
-  // covered above (live-sink.ts `completeGate` refuses it; an undecided one still parks there).
-  it.fails("§8.14 #93 replay: a completed gate whose call id is empty is refused", async () => {
+  // A complete gate whose call, request, decision and receipt all carry an empty call id (this
+  // host never writes one: live refuses it before the intent) is an invalid log to the parser
+  // (execution-log.ts `stepGate`), so replay refuses it and Resume neither parks nor runs.
+  it("§8.14 #93 replay: a completed gate whose call id is empty is refused", async () => {
     const fx = newLog();
     const call = gated({ id: "" });
     append(fx, [start(), callEv(call), requestEv(""), decisionEv(true, 3n, ""), receiptEv({ id: "" }), ev(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText("t:ok:0") }), endEvent(exe, "COMPLETED")]);

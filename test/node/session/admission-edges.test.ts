@@ -216,12 +216,9 @@ describe("Resume of a malformed log (§8.17 #181)", () => {
     expect(msg).toContain("record 3 (EVENT_OUTPUT) has no execution id");
   });
 
-  // Fails today: resumeLatest (objects/controller/resume.ts, outside this change's folders) returns
-  // "noop" for a latest execution that has ended before it checks its inputs, so a completed turn
-  // that is count-short is resumed (a RESUME is appended) instead of refused. Fix: run checkInputs
-  // on the latest execution before the ended-noop (a count-short ended turn is malformed, as
-  // checkInputs already says: test/node/controller/execution-log.test.ts "inputs: fewer inputs…").
-  it.fails("resume (§8.17 #181): a completed turn with fewer inputs than it declared fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
+  // resumeLatest checks the latest execution's inputs before its finished-turn no-op, so a
+  // count-short completed turn is refused as malformed rather than resumed.
+  it("resume (§8.17 #181): a completed turn with fewer inputs than it declared fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
     await expectRefused([start("a", 2n), input("a"), output("a"), end("a")]);
   });
 });
