@@ -87,6 +87,14 @@ export class HarnessMismatchError extends Error {
   }
 }
 
+/** The harness a recorded execution needs is served but did not describe itself (§8.13 #88): its cause is kept. */
+export class HarnessDescribeError extends Error {
+  constructor(name: string, cause: unknown) {
+    super(`harness "${name}" did not describe itself: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "HarnessDescribeError";
+  }
+}
+
 /** A host-executed call refused before its intent was recorded (unmediated, no key, bad args). Latched. */
 export class ToolCallRefusedError extends Error {
   constructor(

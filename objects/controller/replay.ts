@@ -7,7 +7,7 @@
 import { textOf } from "../../proto/messages.js";
 import { EventKind } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
-import { HarnessMismatchError, ReplayDivergedError } from "./errors.js";
+import { HarnessDescribeError, HarnessMismatchError, ReplayDivergedError } from "./errors.js";
 import { checkInputs, historyOf, parseExecutions, type LoggedEvent } from "./execution-log.js";
 import { cachedDescriber, harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import type { ModelInvoker } from "./models.js";
@@ -58,7 +58,7 @@ export async function replayJournal(events: LoggedEvent[], o: ReplayOptions): Pr
     try {
       harnesses.push(await harnessFor(ex, describe, o.defaultHarness));
     } catch (e) {
-      if (e instanceof HarnessMismatchError) return report(false, [], e.message, ex.firstSeq);
+      if (e instanceof HarnessMismatchError || e instanceof HarnessDescribeError) return report(false, [], e.message, ex.firstSeq);
       throw e;
     }
   }

@@ -10,7 +10,7 @@
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { EventKind, Lifecycle_Kind } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
+import { HarnessDescribeError, HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
 import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import { concludeTurn, preferPark, runHarness, type TurnOutcome } from "./live-turn.js";
@@ -26,6 +26,8 @@ export type ResumeOutcome =
   | { kind: "invalid"; detail: string; incomplete: boolean }
   /** The recorded harness is not served here, or not the version that ran; nothing written. */
   | { kind: "mismatch"; detail: string }
+  /** The recorded harness is served but did not describe itself (the cause kept); nothing written. */
+  | { kind: "describe_failed"; detail: string }
   /** The runtime cannot place the harness (CanPlace); nothing written. */
   | { kind: "unplaceable"; detail: string }
   /** The interrupted effect was copied from a fork parent; re-driving it could repeat the parent's. */
@@ -63,6 +65,7 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
     served = await harnessFor(ex, o.describe, o.defaultHarness);
   } catch (e) {
     if (e instanceof HarnessMismatchError) return { kind: "mismatch", detail: e.message };
+    if (e instanceof HarnessDescribeError) return { kind: "describe_failed", detail: e.message };
     throw e;
   }
 

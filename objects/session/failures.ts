@@ -43,6 +43,8 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
         : failure("invalid_log", `the journal cannot be recovered as it stands: ${o.detail}`);
     case "mismatch":
       return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
+    case "describe_failed":
+      return failure("harness_unavailable", `${o.detail}; nothing was run or written: retry when the harness answers`);
     case "unplaceable":
       return failure("unplaceable", o.detail);
     case "inherited":

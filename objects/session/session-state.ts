@@ -18,6 +18,7 @@ import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
 import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
 import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
+import { HarnessDescribeError } from "../controller/errors.js";
 import type { LoggedEvent } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
@@ -182,8 +183,12 @@ export class SessionState {
     return async (name) => {
       const harness = await this.harness(name);
       if (!harness) return undefined;
-      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS).catch(() => undefined);
-      return descriptor && { name, harness, descriptor };
+      // Served but not answering is not "not served": the cause goes to the caller (§8.13 #88).
+      const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS).catch((e: unknown) => {
+        throw new HarnessDescribeError(name, e);
+      });
+      if (!descriptor) throw new HarnessDescribeError(name, new Error(`no answer within ${DESCRIBE_TIMEOUT_MS / 1000} s`));
+      return { name, harness, descriptor };
     };
   }
 
@@ -238,10 +243,14 @@ export class SessionState {
     if (!rt) return success(true);
     const startedMs = this.d.now();
     const line = (decision: PlacementLine["decision"], harnessId?: string) => this.logPlacement({ op: "recheck", decision, harness: name, harnessId, runtime: rt.name, startedMs });
-    const live = await describe(name);
-    if (!live) {
+    const live = await describe(name).catch((e: unknown) => {
+      if (e instanceof HarnessDescribeError) return e;
+      throw e;
+    });
+    if (!live || live instanceof HarnessDescribeError) {
       line("unavailable");
-      return failure("harness_unavailable", `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection within 10 s; nothing was written, retry`);
+      const cause = live?.cause instanceof Error ? live.cause.message : "it is not served there";
+      return failure("harness_unavailable", `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection (${cause}); nothing was written, retry`);
     }
     const id = live.descriptor.id;
     if (served.expectId && id !== served.expectId) {

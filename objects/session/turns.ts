@@ -302,7 +302,8 @@ async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Pr
   const latest = parsed.ok ? latestExecution(parsed) : undefined;
   const name = (latest && latest.endState === undefined ? latest.start.harness : s.meta.load()!.statics.harness) || DEFAULT_HARNESS;
   const startedMs = s.d.now();
-  const h = await describe(name);
+  // A harness that does not describe itself is the recovery's to report (with its cause).
+  const h = await describe(name).catch(() => undefined);
   const refused = h && s.canPlace(h);
   if (!h || !refused) return undefined;
   s.logPlacement({ op: "recover", decision: "refused", harness: name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs });

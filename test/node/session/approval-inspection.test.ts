@@ -293,12 +293,9 @@ describe("Describe on Exec (§8.13 #84, #88)", () => {
 });
 
 describe("a Describe failure on recovery (§8.13 #88)", () => {
-  // Fails today: Resume and Audit report a Describe error as "this host does not serve" the
-  // harness (harness_mismatch), losing the cause; BEHAVIOUR.md §8.13 #88 wants a describe failure
-  // that wraps it. The fix is outside the controller: objects/session/session-state.ts `describer()`
-  // swallows the error (`.catch(() => undefined)`); it should let it through so that resume.ts /
-  // replay.ts can report it as a describe failure (UNAVAILABLE) with the cause.
-  it.fails("§8.13 #88 resume: a Describe error is reported as a describe failure with its cause", async () => {
+  // BEHAVIOUR.md §8.13 #88: a served harness whose Describe fails is a describe failure that keeps
+  // its cause (HarnessDescribeError → UNAVAILABLE), not "this host does not serve" it.
+  it("§8.13 #88 resume: a Describe error is reported as a describe failure with its cause", async () => {
     const fail = { on: false };
     const harness: Harness = {
       describe: () => {
