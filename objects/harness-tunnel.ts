@@ -23,6 +23,9 @@ const TOKEN_TTL_MS = 10 * 60_000;
 
 type HostInit = NonNullable<MessageInitShape<typeof HostMessageSchema>["message"]>;
 
+/** What a live Describe through the tunnel came to: a descriptor, the harness's error answer, or no answer. */
+export type TunnelDescribed = { descriptor: Uint8Array } | { answered: string } | { error: string };
+
 interface Attachment {
   conn: string;
   name: string;
@@ -32,7 +35,7 @@ interface Attachment {
 
 export class HarnessTunnel extends DurableObject<Env> {
   private readonly _store: TunnelStore;
-  private readonly _describes = new Map<string, (d: { descriptor?: Uint8Array; error?: string }) => void>();
+  private readonly _describes = new Map<string, (d: TunnelDescribed) => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -77,9 +80,9 @@ export class HarnessTunnel extends DurableObject<Env> {
           this._send(ws, { case: "error", value: { code: 5, message: "no such stream on this connection", stream: m.value.stream } });
           return;
         }
-        const kind = m.value.event?.kind;
-        // END and PARKED finish the stream on the harness's side.
-        if (kind === 10 || kind === 13) this._store.dropStream(m.value.stream);
+        // END finishes the stream. PARKED does not yet: the session checks the ack, then forgets the
+        // stream (an accepted park) or closes it with the refusal (docs/tunnel.md; checklist §8.5 #28).
+        if (m.value.event?.kind === 10) this._store.dropStream(m.value.stream);
         const ok = await this._session(stream.session).deliver(m.value.stream, m.value.event ? toBinary(EventSchema, m.value.event) : null, "");
         if (!ok) {
           this._store.dropStream(m.value.stream);
@@ -90,7 +93,12 @@ export class HarnessTunnel extends DurableObject<Env> {
       case "described": {
         const resolve = this._describes.get(m.value.id);
         this._describes.delete(m.value.id);
-        resolve?.({ descriptor: m.value.descriptor && toBinary(HarnessDescriptorSchema, m.value.descriptor), error: m.value.error || undefined });
+        const { descriptor, error } = m.value;
+        resolve?.(
+          descriptor && !error
+            ? { descriptor: toBinary(HarnessDescriptorSchema, descriptor) }
+            : { answered: error || "Described carries neither a descriptor nor an error" },
+        );
         return;
       }
       case "goodbye":
@@ -120,12 +128,16 @@ export class HarnessTunnel extends DurableObject<Env> {
     return { known: this._store.known(), connected: this._store.ready().length };
   }
 
-  /** A live Describe on a connection that may serve `uid`, bounded; the descriptor's bytes or why not. */
-  async describe(uid: string, timeoutMs: number): Promise<{ descriptor?: Uint8Array; error?: string }> {
+  /**
+   * A live Describe on a connection that may serve `uid`, bounded: the descriptor's bytes, the
+   * harness's own error answer (`answered`), or why there was no answer (`error`: not connected,
+   * disconnected, timed out).
+   */
+  async describe(uid: string, timeoutMs: number): Promise<TunnelDescribed> {
     const conn = this._pick(uid);
     if (!conn) return { error: "not connected" };
     const id = randomHex(6);
-    const answer = new Promise<{ descriptor?: Uint8Array; error?: string }>((resolve) => {
+    const answer = new Promise<TunnelDescribed>((resolve) => {
       this._describes.set(id, resolve);
       setTimeout(() => {
         if (this._describes.delete(id)) resolve({ error: `did not answer Describe within ${timeoutMs} ms` });
@@ -151,6 +163,12 @@ export class HarnessTunnel extends DurableObject<Env> {
     return this._sendRaw(s.connection, toBinary(HostMessageSchema, msg));
   }
 
+  /** Forgets a stream the harness has finished (an accepted park), without telling it. */
+  forget(stream: string): void {
+    this._store.dropStream(stream);
+  }
+
+  /** Tells the harness to stop a stream (StreamClose) and forgets it. */
   close(stream: string, reason: string): void {
     const s = this._store.stream(stream);
     if (!s) return;

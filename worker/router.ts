@@ -49,7 +49,8 @@ export function createRpcHandlers(env: Env): RpcHandlers {
         }
         if (spec?.placement.case !== "tunnel") return { error: "this placement cannot be described here" };
         const r = await tunnelStub(env, tenant, name).describe("", 10_000);
-        return r.descriptor ? { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) } : { error: r.error ?? "no answer" };
+        if ("descriptor" in r) return { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) };
+        return { error: "answered" in r ? `the harness answered Describe with an error: ${r.answered}` : r.error };
       },
     }),
   );

@@ -21,12 +21,16 @@ export function tunnelChannel(env: Env, tenant: string, uid: string, name: strin
   return {
     async describe() {
       const r = await stub.describe(uid, DESCRIBE_MS);
-      return r.descriptor ? fromBinary(HarnessDescriptorSchema, r.descriptor) : undefined;
+      if ("descriptor" in r) return fromBinary(HarnessDescriptorSchema, r.descriptor);
+      return "answered" in r ? { answered: r.answered } : undefined;
     },
     open: (stream) => stub.open(stream, `${tenant}/${uid}`, uid),
     send: (stream, frame) => stub.send(stream, toBinary(ControllerFrameSchema, frame)),
     close: async (stream, reason) => {
       await stub.close(stream, reason);
+    },
+    forget: async (stream) => {
+      await stub.forget(stream);
     },
   };
 }

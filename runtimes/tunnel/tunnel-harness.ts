@@ -7,6 +7,7 @@
  * Plain TypeScript: the SessionObject supplies the channel; tests use an in-process one.
  */
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import {
   ApprovalRefSchema,
   EventKind,
@@ -28,15 +29,23 @@ import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
 import type { Delivery, StreamInbox } from "./inbox.js";
 
 export interface TunnelChannel {
-  /** A live Describe through a connected harness; undefined when none answers in time. */
-  describe(signal?: AbortSignal): Promise<HarnessDescriptor | undefined>;
+  /**
+   * A live Describe through a connected harness: its descriptor, its error answer (`answered`, the
+   * harness's own text), or undefined when none answers (not connected, disconnected, timed out).
+   */
+  describe(signal?: AbortSignal): Promise<HarnessDescriptor | { answered: string } | undefined>;
   /** Opens a stream on a connection that may serve this session. */
   open(stream: string): Promise<{ ok: true } | { ok: false; reason: string }>;
   /** Sends one frame of a stream; false when its connection is gone. */
   send(stream: string, frame: ControllerFrame): Promise<boolean>;
-  /** Tells the harness to stop the stream and forgets it. */
+  /** Tells the harness to stop the stream (StreamClose) and forgets it. */
   close(stream: string, reason: string): Promise<void>;
+  /** Forgets a stream the harness has finished (an accepted park) without telling it; absent when the channel keeps nothing per stream. */
+  forget?(stream: string): Promise<void>;
 }
+
+/** The approval a park names, and its ack must name back. */
+type ParkRef = { executionId: string; toolCallId: string; requestSeq: bigint };
 
 /** The decision behind a gate's receipt, which the wire sends just before the receipt. */
 export type DecisionOf = (receipt: ToolResult) => ApprovalResult | undefined;
@@ -57,12 +66,15 @@ export function createTunnelHarness(o: {
   channel: TunnelChannel;
   inbox: StreamInbox;
   decisionOf: DecisionOf;
-  isPark: (e: unknown) => e is Error & { ref: { executionId: string; toolCallId: string; requestSeq: bigint } };
+  isPark: (e: unknown) => e is Error & { ref: ParkRef };
 }): Harness {
   return {
     async describe(signal) {
       const d = await o.channel.describe(signal);
       if (!d) throw new TunnelHarnessError(`no harness named ${o.name} is connected (start one with: agentctl harness serve FILE --name ${o.name})`);
+      // Connected and answering, with an error: not unavailable (checklist §8.16 #150). The answer is
+      // only the harness's text, so its code is unknown; admission maps it to INTERNAL.
+      if ("answered" in d) throw new ConnectError(`harness ${o.name} answered Describe with an error: ${d.answered}`, Code.Unknown);
       return d;
     },
     run: (start, sink) => runStream(o, start, sink),
@@ -81,6 +93,13 @@ async function runStream(
   const send = async (f: ControllerFrame["frame"]) => {
     if (!(await o.channel.send(stream, frame(f)))) throw new TunnelHarnessError(`harness ${o.name} disconnected mid-turn`);
   };
+  /** Sends park and checks the ack. An accepted ack finishes the stream on both sides: it is forgotten, with no StreamClose. */
+  const park = async (ref: ParkRef) => {
+    await send({ case: "park", value: create(ApprovalRefSchema, ref) });
+    await expectParked(await nextEvent(inbox, start.signal).catch(() => ({ closed: "did not acknowledge the park in time" })), ref);
+    open = false;
+    await o.channel.forget?.(stream).catch(() => undefined);
+  };
   try {
     const opened = await o.channel.open(stream);
     if (!opened.ok) throw new TunnelHarnessError(opened.reason);
@@ -95,13 +114,14 @@ async function runStream(
         open = false;
         throw new TunnelHarnessError(`harness ${o.name} ${d.closed}`);
       }
-      const done = await handle(o, d.event, start, sink, send, () => nextEvent(inbox, start.signal));
+      const done = await handle(o, d.event, start, sink, send, park);
       if (done) {
         open = false;
         return;
       }
     }
   } catch (e) {
+    // Anything that ends the stream early, a refused park ack included, is told to the harness (§8.5 #28).
     if (open) await o.channel.close(stream, reasonOf(e)).catch(() => undefined);
     throw e;
   } finally {
@@ -123,7 +143,7 @@ async function handle(
   start: HarnessStart,
   sink: EventSink,
   send: (f: ControllerFrame["frame"]) => Promise<void>,
-  awaitAck: () => Promise<Delivery>,
+  park: (ref: ParkRef) => Promise<void>,
 ): Promise<boolean> {
   if (ev.executionId !== start.executionId) {
     throw new TunnelHarnessError(`harness ${o.name} sent an event for execution ${JSON.stringify(ev.executionId)} on a stream of ${start.executionId}`);
@@ -148,8 +168,7 @@ async function handle(
         receipt = await sink.toolCall(body.value);
       } catch (e) {
         if (o.isPark(e)) {
-          await send({ case: "park", value: create(ApprovalRefSchema, e.ref) });
-          await expectParked(await awaitAck().catch(() => ({ closed: "did not acknowledge the park in time" })), e.ref);
+          await park(e.ref);
           throw e;
         }
         // A failure the harness may handle: it hears a failed result (fixed wording, so a replay says
@@ -184,7 +203,7 @@ async function handle(
   }
 }
 
-async function expectParked(d: Delivery, ref: { executionId: string; toolCallId: string; requestSeq: bigint }): Promise<void> {
+async function expectParked(d: Delivery, ref: ParkRef): Promise<void> {
   if ("closed" in d) throw new TunnelHarnessError(`the harness ${d.closed}`);
   const p = d.event.body.case === "parked" ? d.event.body.value : undefined;
   if (d.event.kind !== EventKind.EVENT_PARKED || !p || p.executionId !== ref.executionId || p.toolCallId !== ref.toolCallId || p.requestSeq !== ref.requestSeq) {

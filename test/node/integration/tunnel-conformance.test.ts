@@ -468,13 +468,9 @@ describe("§8.5 #28 a foreign park ack over the wire", () => {
     expect(await client.verify(uid)).toMatchObject({ chainOk: true });
   });
 
-  // Fails today: the host does cancel the stream (runtimes/tunnel/tunnel-harness.ts calls
-  // channel.close with "acknowledged the park with a different approval"), but HarnessTunnel
-  // (objects/harness-tunnel.ts) already dropped the stream when the PARKED event passed through, so
-  // close() finds no stream and the StreamClose is never sent. Fix (outside runtimes/tunnel): drop
-  // the stream on END only, and let the tunnel harness forget an accepted park's stream without a
-  // StreamClose (a silent close on the TunnelChannel), so a good ack still gets none (docs/tunnel.md).
-  it.fails("§8.5 #28 the peer that acked with a foreign call id is told: StreamClose naming the refusal arrives before the stream is gone", async () => {
+  // HarnessTunnel keeps a stream past PARKED until the session has checked the ack: a refused ack
+  // is closed with its reason, an accepted one is forgotten without a StreamClose (docs/tunnel.md).
+  it("§8.5 #28 the peer that acked with a foreign call id is told: StreamClose naming the refusal arrives before the stream is gone", async () => {
     const { stream, before } = await foreignAck();
     const closes = before.filter((m) => m.message.case === "close" && m.message.value.stream === stream.id);
     expect(closes).toHaveLength(1);

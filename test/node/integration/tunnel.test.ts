@@ -145,12 +145,9 @@ describe("a harness served over the tunnel", () => {
     }
   });
 
-  // Fails today: a tunnel harness's answered Describe error (the SDK sends `described{error}`) is
-  // folded into the same `{error}` as a timeout or a disconnect by HarnessTunnel.describe
-  // (objects/harness-tunnel.ts, outside this change's folders) and surfaces as UNAVAILABLE. Fix:
-  // tell an answered error apart there and have the tunnel harness throw it as such, so admission
-  // (objects/session/session-state.ts admit) maps it to INTERNAL, as it does for a runtime backend.
-  it.fails("admission (§8.16 #150): a connected harness that answers Describe with an error is neither unavailable nor a cancellation (INTERNAL), and nothing is written", async () => {
+  // The SDK answers `described{error}`; HarnessTunnel.describe keeps that apart from a timeout or a
+  // disconnect, and admission maps it to INTERNAL, as it does for a runtime backend's answered error.
+  it("admission (§8.16 #150): a connected harness that answers Describe with an error is neither unavailable nor a cancellation (INTERNAL), and nothing is written", async () => {
     let calls = 0;
     const refusing = { ...echo, describe: (signal?: AbortSignal) => (calls++ === 0 ? echo.describe(signal) : Promise.reject(new Error("describe exploded"))) };
     const s = serve({ url: server.url, name: "remote-refusing", harness: refusing, backoff: { initialMs: 50, maxMs: 200 } });
