@@ -23,6 +23,7 @@ import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
 import { createHttpExecutor } from "./tools/http-executor.js";
+import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class SessionObject extends DurableObject<Env> {
@@ -63,8 +64,9 @@ export class SessionObject extends DurableObject<Env> {
     return sessionBytes(this._host.get());
   }
 
-  exec(request: Uint8Array): Promise<ExecStart> {
-    return this._host.exec(fromBinary(ExecRequestSchema, request));
+  /** `requestId` tags this call's log lines, the turn's included (objects/request-context.ts). */
+  exec(request: Uint8Array, requestId = ""): Promise<ExecStart> {
+    return withRequestId(requestId, () => this._host.exec(fromBinary(ExecRequestSchema, request)));
   }
 
   /** An event of a tunnel stream (its bytes), or its end (null, with why); false when nothing reads it. */
@@ -72,12 +74,12 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.deliver(stream, event ? { event: fromBinary(EventSchema, event) } : { closed: closed || "closed the stream" });
   }
 
-  async resume(): Promise<Outcome<Uint8Array>> {
-    return sessionBytes(await this._host.resume());
+  async resume(requestId = ""): Promise<Outcome<Uint8Array>> {
+    return sessionBytes(await withRequestId(requestId, () => this._host.resume()));
   }
 
-  async suspend(): Promise<Outcome<Uint8Array>> {
-    return sessionBytes(await this._host.suspend());
+  async suspend(requestId = ""): Promise<Outcome<Uint8Array>> {
+    return sessionBytes(await withRequestId(requestId, () => this._host.suspend()));
   }
 
   async cancel(executionId: string, reason: string): Promise<Outcome<Uint8Array>> {
@@ -121,8 +123,8 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.audit(replay, anchor);
   }
 
-  forkSource(atSeq: bigint): Promise<Outcome<ForkSource>> {
-    return this._host.forkSource(atSeq);
+  forkSource(atSeq: bigint, requestId = ""): Promise<Outcome<ForkSource>> {
+    return withRequestId(requestId, () => this._host.forkSource(atSeq));
   }
 
   forkBegin(tenant: string, uid: string, statics: Uint8Array): Outcome<true> {

@@ -1,4 +1,4 @@
-// The one Node built-in the workerd code uses (nodejs_compat): synchronous SHA-256 for hashing
+// A Node built-in the workerd code uses (nodejs_compat): synchronous SHA-256 for hashing
 // inside an append transaction. Declared here so the worker project need not load all of @types/node.
 declare module "node:crypto" {
   interface Hash {

@@ -16,10 +16,10 @@ export const MAX_FORK_CHILDREN = 128;
 /** Records per copy page; the parent also caps each page at about 4 MiB. */
 const PAGE = 1000;
 
-export async function forkSession(env: Env, tenant: string, parentUid: string, req: ForkRequest): Promise<Session[]> {
+export async function forkSession(env: Env, tenant: string, parentUid: string, req: ForkRequest, requestId = ""): Promise<Session[]> {
   const count = req.count <= 0 ? 1 : req.count;
   const parent = sessionStub(env, tenant, parentUid);
-  const source = await parent.forkSource(req.atSeq);
+  const source = await parent.forkSource(req.atSeq, requestId);
   if (!source.ok) throw connectErrorFrom(source);
   const { atSeq, statics, states } = source.value;
   const inherited = fromBinary(SessionSchema, statics);

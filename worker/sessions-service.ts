@@ -81,7 +81,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const decoder = new FrameDecoder();
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
-        const start = await sessionStub(env, tenant, uid).exec(toBinary(ExecRequestSchema, body));
+        const start = await sessionStub(env, tenant, uid).exec(toBinary(ExecRequestSchema, body), callerOf(ctx).requestId);
         if (!start.ok) throw connectErrorFrom(start);
         reader = start.frames.getReader();
         for (;;) {
@@ -141,14 +141,14 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     async suspend(req, ctx) {
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
-      const r = await sessionStub(env, callerOf(ctx).tenant, uid).suspend();
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).suspend(callerOf(ctx).requestId);
       if (!r.ok) throw connectErrorFrom(r);
       return fromBinary(SessionSchema, r.value);
     },
     async resume(req, ctx) {
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
-      const r = await sessionStub(env, callerOf(ctx).tenant, uid).resume();
+      const r = await sessionStub(env, callerOf(ctx).tenant, uid).resume(callerOf(ctx).requestId);
       if (!r.ok) throw connectErrorFrom(r);
       return fromBinary(SessionSchema, r.value);
     },
@@ -166,7 +166,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       }
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
-      return { children: await forkSession(env, callerOf(ctx).tenant, uid, req) };
+      return { children: await forkSession(env, callerOf(ctx).tenant, uid, req, callerOf(ctx).requestId) };
     },
     async approve(req, ctx) {
       // BEHAVIOUR.md §4.11: every field is required, and an absent decision is never read as a denial.

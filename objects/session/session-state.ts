@@ -19,6 +19,7 @@ import type { Harness } from "../../runtimes/harness-spi.js";
 import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
 import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { HarnessDescribeError } from "../controller/errors.js";
+import { currentRequestId } from "../request-context.js";
 import type { LoggedEvent } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
@@ -208,12 +209,14 @@ export class SessionState {
       // A runtime backend describes a harness it hosts without starting it.
       descriptor = served.runtime ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS)) : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
     } catch (e) {
-      // A backend that answered Describe with a terminal error (runtimes/http keeps its code; the
-      // retryable ones arrive as UNAVAILABLE) is not unavailable: retrying will not help
+      // A backend or harness that answered Describe with a terminal error (runtimes/http keeps the
+      // backend's code, the retryable ones arriving as UNAVAILABLE; runtimes/tunnel gives a tunnel
+      // harness's answer Code.Unknown) is not unavailable: retrying will not help
       // (BEHAVIOUR.md §6.1 "an answered error"; checklist §8.16 #150).
-      if (served.runtime && e instanceof ConnectError && e.code !== Code.Unavailable) {
+      if (e instanceof ConnectError && e.code !== Code.Unavailable) {
         line("error", served.runtime);
-        return failure("internal", `the ${served.runtime.name} runtime answered Describe for harness "${name}" with an error (${Code[e.code]}: ${e.rawMessage}); nothing was written`);
+        const who = served.runtime ? `the ${served.runtime.name} runtime` : "the harness";
+        return failure("internal", `${who} answered Describe for harness "${name}" with an error (${Code[e.code]}: ${e.rawMessage}); nothing was written`);
       }
       line("unavailable", served.runtime);
       return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
@@ -269,6 +272,7 @@ export class SessionState {
       level: p.decision === "unavailable" || p.decision === "error" ? "warn" : "info",
       msg: "placement",
       component: "placer",
+      request_id: currentRequestId(),
       op: p.op,
       decision: p.decision,
       tenant: meta?.tenant ?? "",

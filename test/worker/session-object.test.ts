@@ -6,7 +6,7 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { contentHash } from "../../proto/canon.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecRequestSchema, SessionSchema, Sessions } from "../../proto/gen/agentsessions/v1/session_pb.js";
@@ -98,6 +98,32 @@ describe("SessionObject in workerd", () => {
     expect(replayed).toHaveLength(5);
     expect(replayed.map((r) => r.contentHash)).toEqual(streamed.map((r) => r.contentHash));
     expect((await client.getSession({ uid: s.metadata!.uid })).lastSeq).toBe(5n);
+  });
+
+  it("request id: the Worker's rpc line and the session object's placement line of one Exec share it (§8.17 #155)", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    try {
+      const transport = createConnectTransport({
+        baseUrl: "http://127.0.0.1",
+        fetch: (input, init) => SELF.fetch(input as RequestInfo, { ...init, redirect: "manual", headers: { ...Object.fromEntries(new Headers(init?.headers)), "x-request-id": "req-pool-155" } }),
+      });
+      const client = createClient(Sessions, transport);
+      const s = await client.createSession({ session: { metadata: { name: "correlated" } } });
+      for await (const _ of client.exec({ session: s.metadata!.uid, inputs: [userText("hi")] })) void _;
+    } finally {
+      spy.mockRestore();
+    }
+    const parsed = lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+    const execLines = parsed.filter((l) => l.request_id === "req-pool-155" && (l.operation === "Exec" || l.msg === "placement"));
+    expect(execLines.map((l) => l.msg).sort()).toEqual(expect.arrayContaining(["placement", "rpc"]));
+    expect(lines.join("\n")).not.toContain("\"hi\"");
   });
 
   it("delete: erases the object's storage and the Directory keeps a tombstone with the final head", async () => {
