@@ -2,6 +2,7 @@
  * The controller's own failure conditions (BEHAVIOUR.md §2). They stay inside the Durable Object:
  * the session layer turns each into a typed outcome, and worker/errors.ts maps outcomes to codes.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { AppendResult } from "../journal/journal.js";
 
 export type AppendRefusal = Extract<AppendResult, { ok: false }>;
@@ -87,11 +88,17 @@ export class HarnessMismatchError extends Error {
   }
 }
 
-/** The harness a recorded execution needs is served but did not describe itself (§8.13 #88): its cause is kept. */
+/**
+ * The harness a recorded execution needs is served but did not describe itself (§8.13 #88): its
+ * cause is kept. `answered`: it answered with an error (not a timeout or a lost connection), which
+ * retrying will not change (§8.16 #150).
+ */
 export class HarnessDescribeError extends Error {
+  readonly answered: boolean;
   constructor(name: string, cause: unknown) {
     super(`harness "${name}" did not describe itself: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = "HarnessDescribeError";
+    this.answered = cause instanceof ConnectError && cause.code !== Code.Unavailable;
   }
 }
 

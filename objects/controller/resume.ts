@@ -27,7 +27,7 @@ export type ResumeOutcome =
   /** The recorded harness is not served here, or not the version that ran; nothing written. */
   | { kind: "mismatch"; detail: string }
   /** The recorded harness is served but did not describe itself (the cause kept); nothing written. */
-  | { kind: "describe_failed"; detail: string }
+  | { kind: "describe_failed"; detail: string; answered: boolean }
   /** The runtime cannot place the harness (CanPlace); nothing written. */
   | { kind: "unplaceable"; detail: string }
   /** The interrupted effect was copied from a fork parent; re-driving it could repeat the parent's. */
@@ -65,7 +65,7 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
     served = await harnessFor(ex, o.describe, o.defaultHarness);
   } catch (e) {
     if (e instanceof HarnessMismatchError) return { kind: "mismatch", detail: e.message };
-    if (e instanceof HarnessDescribeError) return { kind: "describe_failed", detail: e.message };
+    if (e instanceof HarnessDescribeError) return { kind: "describe_failed", detail: e.message, answered: e.answered };
     throw e;
   }
 

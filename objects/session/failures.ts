@@ -44,7 +44,10 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
     case "mismatch":
       return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
     case "describe_failed":
-      return failure("harness_unavailable", `${o.detail}; nothing was run or written: retry when the harness answers`);
+      // An error answer will be the same next time; no answer (timeout, disconnect) may not be.
+      return o.answered
+        ? failure("internal", `${o.detail}; nothing was run or written`)
+        : failure("harness_unavailable", `${o.detail}; nothing was run or written: retry when the harness answers`);
     case "unplaceable":
       return failure("unplaceable", o.detail);
     case "inherited":

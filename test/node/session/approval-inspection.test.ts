@@ -7,6 +7,7 @@
  * session's own append path (as in approval-selection.test.ts).
  */
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema, IdentityRefSchema, Mediation, ToolResultSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -309,5 +310,25 @@ describe("a Describe failure on recovery (§8.13 #88)", () => {
     inject(fx.host, [ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } })]);
     fail.on = true;
     expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "harness_unavailable", message: expect.stringMatching(/describe exploded/) });
+  });
+
+  it("§8.13 #88 §8.16 #150 resume: a harness that answers Describe with an error (a tunnel harness's answer) is INTERNAL, not retryable; a lost connection stays UNAVAILABLE", async () => {
+    let answer: Error | undefined;
+    const harness: Harness = {
+      describe: () => {
+        if (answer) throw answer;
+        return descriptor("d");
+      },
+      run: async (_s, sink) => void (await sink.model({ model: "echo", messages: [userText("x")] })),
+    };
+    const fx = setup({ alias: harness });
+    await createSession(fx.host, "alias");
+    inject(fx.host, [ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } })]);
+    const before = journal(fx.host).length;
+    answer = new ConnectError("describe refused by the harness", Code.Unknown);
+    expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "internal", message: expect.stringMatching(/describe refused by the harness/) });
+    answer = new ConnectError("connection lost", Code.Unavailable);
+    expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "harness_unavailable" });
+    expect(journal(fx.host)).toHaveLength(before);
   });
 });
