@@ -111,8 +111,10 @@ export class RecordedSink implements EventSink {
     return this._serial(async () => {
       const rec = this._peek();
       if (!rec) return this._live().toolCall(call, opts);
+      // Inside the recorded prefix a call the host would refuse cannot be the recorded one: the
+      // harness did something else than it did live (§8.3 #20, §8.12 #70), a divergence there.
       const refused = toolCallRefusal(call);
-      if (refused) throw this._latch(new ToolCallRefusedError(refused.kind, refused.detail));
+      if (refused) throw this._diverge(rec.seq, `tool call mismatch: the harness issued ${call.tool} with a call the host refuses (${refused.detail}) where the journal records seq ${rec.seq}`);
       const recorded = this._expect(rec, EventKind.EVENT_TOOL_CALL, `a tool call (${call.tool})`);
       if (recorded.body.case !== "tool" || toolCallIdentity(recorded.body.value) !== toolCallIdentity(call)) {
         throw this._diverge(rec.seq, `tool call mismatch: the harness issued ${call.tool} with a different id, arguments, key or mediation than it did live`);

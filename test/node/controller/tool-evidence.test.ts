@@ -95,21 +95,20 @@ describe("malformed tool evidence (§8.12 #65)", () => {
 });
 
 describe("recorded intents the host would refuse (§8.12 #66)", () => {
-  // Go reports these as ErrReplayDiverged wrapping the cause. Here a re-issued call is validated
-  // exactly as live first (docs/tools.md "Before the intent"; as for #70's non-JSON args), so the
-  // cause surfaces as the latched refusal itself; a gated call with no request is an invalid log.
+  // A re-issued call the host would refuse live cannot be the recorded one: ErrReplayDiverged at
+  // the recorded call, its message wrapping the specific cause (objects/controller/recorded-sink.ts).
   const refusals: [string, ToolCall, RegExp][] = [
     ["an empty key", toolCall({ id: "c1", idempotencyKey: "" }), /idempotency key/],
     ["in-harness mediation", toolCall({ id: "c1", mediation: Mediation.IN_HARNESS_REPORTED }), /mediat/],
     ["unspecified mediation", toolCall({ id: "c1", mediation: Mediation.UNSPECIFIED }), /mediat/],
   ];
   for (const [name, call, cause] of refusals) {
-    it(`§8.12 #66 replay, resume: a recorded intent with ${name} fails with that cause, never runs the executor`, async () => {
+    it(`§8.12 #66 replay, resume: a recorded intent with ${name} diverges wrapping that cause, never runs the executor`, async () => {
       await bothPaths(
         call,
         [callEv(call), resultEv("c1")],
         (out) => {
-          expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Internal } });
+          expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq 2: tool call mismatch/) } });
           expect(out.kind === "redriven" && out.outcome.kind === "failed" && out.outcome.message).toMatch(cause);
         },
         cause,

@@ -73,20 +73,18 @@ describe("argument identity", () => {
     });
   }
 
-  it("§8.12 #70 replay, resume: arguments that are not plain JSON are refused before any identity check; no executor or model call", async () => {
-    // Go calls these "unconvertible" and reports a divergence; here they are refused exactly as
-    // they would be live (docs/tools.md "Before the intent"): a latched refusal, never recorded.
+  it("§8.12 #70 replay, resume: arguments that are not plain JSON (\"unconvertible\") diverge at the recorded call; no executor or model call", async () => {
     const fx = newLog();
     const ex = fakeExecutor();
     await liveTurn(fx, toolHarness([withArgs({ a: 1 })]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) });
     const bad = withArgs({ a: Number.NaN });
     const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: toolHarness([bad]) }), defaultHarness: "h", models: scriptedModels(echoScript) });
     expect(r).toMatchObject({ ok: false, modelCalls: 0 });
-    expect(r.divergence).toMatch(/not plain JSON/);
+    expect(r.divergence).toMatch(/^replay diverged at seq 2: tool call mismatch.*not plain JSON/);
     fx.truncateAfter(2);
     const fresh = fakeExecutor();
     const out = await resume(fx, toolHarness([bad]), fresh);
-    expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", message: expect.stringMatching(/not plain JSON/) } });
+    expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", message: expect.stringMatching(/^replay diverged at seq 2/) } });
     expect(fresh.calls).toHaveLength(0);
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "ERROR"]);
   });

@@ -300,12 +300,9 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     expect(await client.verify(uid)).toMatchObject({ chainOk: true });
   });
 
-  // Fails today: inside the recorded prefix the replay/resume sink (objects/controller/recorded-sink.ts
-  // toolCall) checks the arguments before it compares the call with the journal, so the bad call
-  // surfaces as the live refusal ("not plain JSON"; on resume an ordinary ERROR "Resume retries it")
-  // rather than as ErrReplayDiverged at the recorded TOOL_CALL. Fix (outside runtimes/tunnel): when a
-  // recorded record is next, a refused call is a divergence at that record (this._diverge(rec.seq, …)).
-  it.fails("§8.3 #20 replay and resume name the swallowed refusal a divergence at the recorded call (ErrReplayDiverged)", async () => {
+  // Inside the recorded prefix a call the host would refuse is a divergence at the recorded call
+  // (objects/controller/recorded-sink.ts), not the live refusal.
+  it("§8.3 #20 replay and resume name the swallowed refusal a divergence at the recorded call (ErrReplayDiverged)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     await client.exec({ session: uid, inputs: ["plain"] });
     swallowFirst.add(uid);
