@@ -10,6 +10,7 @@
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { EventKind, Lifecycle_Kind } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { gateMismatch } from "./gate-preflight.js";
 import { HarnessDescribeError, HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
 import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
@@ -26,6 +27,8 @@ export type ResumeOutcome =
   | { kind: "invalid"; detail: string; incomplete: boolean }
   /** The recorded harness is not served here, or not the version that ran; nothing written. */
   | { kind: "mismatch"; detail: string }
+  /** The recorded evidence contradicts itself (a gate that does not correlate); nothing run or written. */
+  | { kind: "diverged"; detail: string }
   /** The recorded harness is served but did not describe itself (the cause kept); nothing written. */
   | { kind: "describe_failed"; detail: string; answered: boolean }
   /** The runtime cannot place the harness (CanPlace); nothing written. */
@@ -60,6 +63,9 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
   const inputs = checkInputs(ex);
   if (!inputs.ok) return { kind: "invalid", detail: inputs.detail, incomplete: inputs.incomplete };
   if (ex.endState !== undefined) return { kind: "noop" };
+  // A gate that does not correlate diverges before anything runs or is appended (§8.14 #117).
+  const gate = gateMismatch(ex);
+  if (gate) return { kind: "diverged", detail: `replay diverged at seq ${gate.seq}: ${gate.detail}` };
   let served;
   try {
     served = await harnessFor(ex, o.describe, o.defaultHarness);

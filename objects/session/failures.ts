@@ -43,6 +43,8 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
         : failure("invalid_log", `the journal cannot be recovered as it stands: ${o.detail}`);
     case "mismatch":
       return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
+    case "diverged":
+      return failure("replay_diverged", `${o.detail}; nothing was run or written`);
     case "describe_failed":
       // An error answer will be the same next time; no answer (timeout, disconnect) may not be.
       return o.answered

@@ -154,6 +154,10 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
       if (expected === "invalid") {
         expect(out).toMatchObject({ kind: "invalid", incomplete: false });
         expect(fx.kinds()).toEqual(before);
+      } else if (expected === "diverged" && out.kind === "diverged") {
+        // Caught by the gate preflight (§8.14 #117): nothing ran, nothing was appended.
+        expect(out.detail).toMatch(/^replay diverged at seq [1-9]/);
+        expect(fx.kinds()).toEqual(before);
       } else {
         const message = expected === "diverged" ? expect.stringMatching(/^replay diverged at seq [1-9]/) : expect.stringMatching(expected);
         expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: expected === "diverged" ? Code.FailedPrecondition : Code.Internal, message } });
@@ -188,12 +192,9 @@ describe("a gate without a call id (§8.14 #93)", () => {
 });
 
 describe("gate correlation before Run (§8.14 #117)", () => {
-  // Fails today: a corrupt correlation is caught when the re-run harness reaches the gate (above:
-  // no executor or model call), not in a preflight, so the harness has run up to the gate and
-  // Resume journals an ERROR. The fix is outside the controller's tool files: resume.ts should
-  // check the latest execution's gate records (call ids, request and decision seqs, receipt
-  // status, as recorded-sink.ts `_gate` does) before minting a fence and running the harness.
-  it.fails("§8.14 #117 resume: a decision naming the wrong request seq is refused before the harness runs; nothing is appended", async () => {
+  // objects/controller/gate-preflight.ts checks the re-driven execution's gates before a fence is
+  // minted or the harness runs: a corrupt correlation diverges with nothing run or appended.
+  it("§8.14 #117 resume: a decision naming the wrong request seq is refused before the harness runs; nothing is appended", async () => {
     const fx = newLog();
     append(fx, [start(), callEv(gated()), requestEv(), decisionEv(true, 2n)]);
     const before = fx.kinds();

@@ -246,8 +246,10 @@ describe("approval gates", () => {
     const execId = fx.events()[0]!.event.executionId;
     fx.log.append([create(EventSchema, { executionId: execId, kind: EventKind.EVENT_TOOL_RESULT, body: { case: "result", value: { id: "g1", code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 3n, approvalDecisionSeq: 4n } } })], { fence: 0n, mintFence: true });
     const ex = fakeExecutor();
+    const before = fx.kinds();
     const r = await resume(fx, toolHarness([gated()]), ex.executor);
-    expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed" } });
+    expect(r).toMatchObject({ kind: "diverged", detail: expect.stringMatching(/^replay diverged at seq 5: the receipt/) });
     expect(ex.calls).toHaveLength(0);
+    expect(fx.kinds()).toEqual(before);
   });
 });
