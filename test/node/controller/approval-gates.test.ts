@@ -13,41 +13,20 @@ import { userText } from "../../../proto/messages.js";
 import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
 import { ApprovalParkedError, ReplayDivergedError } from "../../../objects/controller/errors.js";
 import { endEvent, inputEvent } from "../../../objects/controller/events.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
 import type { AppendResult } from "../../../objects/journal/journal.js";
 import { resumeLatest } from "../../../objects/controller/resume.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
+import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
-const uid = "sess-000000000000000000000001";
+const uid = SESSION_UID;
 const exe = "exec-a";
 const gated = (init: Partial<ToolCall> = {}) => toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
 const ev = (kind: EventKind, body: Body) => create(EventSchema, { executionId: exe, kind, body });
 
-function append(fx: ReturnType<typeof newLog>, events: Event[]) {
-  const r = fx.log.append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(r.reason);
-}
-
-function resume(fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => fx.journal.mintFence(),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models,
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: toolDeps(ex.executor),
-  });
-}
-
-function replay(fx: ReturnType<typeof newLog>, h: Harness) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models: scriptedModels(echoScript) });
-}
+const resume = (fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) =>
+  resumeLog(fx, h, { models, tools: toolDeps(ex.executor) });
 
 /** START, TC g1, AR g1 (request at seq 3) for execution exec-a. */
 async function parkedLog() {

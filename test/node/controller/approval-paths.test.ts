@@ -20,16 +20,14 @@ import type { EventSink, Harness, HarnessStart } from "../../../runtimes/harness
 import { ApprovalParkedError, SinkClosedError, ToolCallRefusedError, ToolExecutionError } from "../../../objects/controller/errors.js";
 import { endEvent } from "../../../objects/controller/events.js";
 import type { DescribeHarness } from "../../../objects/controller/identity.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
-import { resumeLatest } from "../../../objects/controller/resume.js";
 import { decisionOf } from "../../../objects/controller/tool-steps.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
+import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 type Fx = ReturnType<typeof newLog>;
 
-const uid = "sess-000000000000000000000001";
+const uid = SESSION_UID;
 const exe = "exec-a";
 const gated = (init: Partial<ToolCall> = {}) => toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
 const ev = (kind: EventKind, body?: Body, executionId = exe) => create(EventSchema, { executionId, kind, ...(body ? { body } : {}) });
@@ -38,11 +36,6 @@ const callEv = (c: ToolCall) => ev(EventKind.EVENT_TOOL_CALL, { case: "tool", va
 const requestEv = (toolCallId = "g1") => ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId } });
 const decisionEv = (approved: boolean, requestSeq = 3n, toolCallId = "g1") => ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId, approved, reason: approved ? "" : "no", requestSeq } });
 const receiptEv = (init: MessageInitShape<typeof ToolResultSchema>) => ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", approvalRequestSeq: 3n, approvalDecisionSeq: 4n, ...init }) });
-
-function append(fx: Fx, events: Event[]) {
-  const r = fx.log.append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(r.reason);
-}
 
 interface ResumeExtra {
   ex?: ReturnType<typeof fakeExecutor>;
@@ -54,22 +47,14 @@ interface ResumeExtra {
 }
 
 function resume(fx: Fx, h: Harness, o: ResumeExtra = {}) {
-  const ex = o.ex ?? fakeExecutor();
-  return resumeLatest(fx.events(), {
-    sessionUid: o.sessionUid ?? uid,
+  const sessionUid = o.sessionUid ?? uid;
+  return resumeLog(fx, h, {
+    sessionUid,
     log: o.log ?? fx.log,
-    mintFence: () => fx.journal.mintFence(),
     describe: o.describe ?? describer({ h }),
-    defaultHarness: "h",
     models: o.models ?? scriptedModels(echoScript),
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: toolDeps(ex.executor, { sessionUid: o.sessionUid ?? uid, ...o.tools }),
+    tools: toolDeps((o.ex ?? fakeExecutor()).executor, { sessionUid, ...o.tools }),
   });
-}
-
-function replay(fx: Fx, h: Harness, models = scriptedModels(echoScript)) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models });
 }
 
 /** START, TC g1, AR g1 (request at seq 3) for execution exec-a, written by a live park. */

@@ -10,28 +10,12 @@ import { EventKind, EventSchema, MessageSchema, type Event } from "../../../prot
 import { textOf, userText } from "../../../proto/messages.js";
 import type { Harness, HarnessStart } from "../../../runtimes/harness-spi.js";
 import type { AppendedRecord } from "../../../objects/journal/journal.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
-import { resumeLatest } from "../../../objects/controller/resume.js";
 import { runLiveTurn } from "../../../objects/controller/live-turn.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
-import {
-  counterScript,
-  describer,
-  descriptor,
-  echoScript,
-  fakeExecutor,
-  forkLog,
-  liveTurn,
-  newLog,
-  outputTexts,
-  reopenLog,
-  scriptedModels,
-  toolCall,
-  toolDeps,
-} from "../support/controller-fixture.js";
+import { counterScript, descriptor, echoScript, fakeExecutor, forkLog, liveTurn, newLog, outputTexts, reopenLog, scriptedModels, toolCall, toolDeps, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
 
-const uid = "sess-000000000000000000000001";
+const uid = SESSION_UID;
 type Fx = ReturnType<typeof newLog>;
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
@@ -67,22 +51,8 @@ function probe(seen: SeenStart[], runs = { n: 0 }): Harness {
   };
 }
 
-function replay(fx: Fx, h: Harness, models: ModelInvoker = scriptedModels(echoScript)) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models });
-}
-
 function resume(fx: Fx, h: Harness, models: ModelInvoker, extra: { tools?: ReturnType<typeof toolDeps>; fences?: { n: number } } = {}) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => (extra.fences && extra.fences.n++, fx.journal.mintFence()),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models,
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: extra.tools,
-  });
+  return resumeLog(fx, h, { models, tools: extra.tools, mintFence: () => (extra.fences && extra.fences.n++, fx.journal.mintFence()) });
 }
 
 /** Appends hand-made records (a journal someone else wrote) under a fresh fence. */

@@ -10,25 +10,9 @@ import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf, userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
-import { resumeLatest } from "../../../objects/controller/resume.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
-import {
-  describer,
-  descriptor,
-  echoScript,
-  fakeExecutor,
-  liveTurn,
-  modelHarness,
-  newLog,
-  outputTexts,
-  reopenLog,
-  scriptedModels,
-  toolCall,
-  toolDeps,
-} from "../support/controller-fixture.js";
+import { descriptor, echoScript, fakeExecutor, liveTurn, modelHarness, newLog, outputTexts, reopenLog, scriptedModels, toolCall, toolDeps, replayLog as replay, resumeLog } from "../support/controller-fixture.js";
 
-const uid = "sess-000000000000000000000001";
 type Fx = ReturnType<typeof newLog>;
 
 function counted(h: Harness, runs: { n: number; inputs: string[][] }): Harness {
@@ -36,23 +20,7 @@ function counted(h: Harness, runs: { n: number; inputs: string[][] }): Harness {
 }
 const newRuns = () => ({ n: 0, inputs: [] as string[][] });
 
-function replay(fx: Fx, h: Harness, models: ModelInvoker = scriptedModels(echoScript)) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models });
-}
-
-function resume(fx: Fx, h: Harness, models: ModelInvoker, ex?: ReturnType<typeof fakeExecutor>) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => fx.journal.mintFence(),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models,
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: ex && toolDeps(ex.executor),
-  });
-}
+const resume = (fx: Fx, h: Harness, models: ModelInvoker, ex?: ReturnType<typeof fakeExecutor>) => resumeLog(fx, h, { models, tools: ex && toolDeps(ex.executor) });
 
 function write(fx: Fx, ...events: Event[]): void {
   const r = fx.journal.append(events, { fence: 0n, mintFence: true });

@@ -12,13 +12,10 @@ import { assistantText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ToolExecutionError } from "../../../objects/controller/errors.js";
 import { endEvent } from "../../../objects/controller/events.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
-import { resumeLatest } from "../../../objects/controller/resume.js";
-import { describer, echoScript, fakeExecutor, liveTurn, newLog, outputTexts, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
+import { echoScript, fakeExecutor, liveTurn, newLog, outputTexts, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog } from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
-const uid = "sess-000000000000000000000001";
 const exe = "exec-a";
 const ev = (kind: EventKind, body?: Body) => create(EventSchema, { executionId: exe, kind, ...(body ? { body } : {}) });
 const start = () => ev(EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "h", harnessVersion: "1", inputCount: 0n } });
@@ -27,28 +24,8 @@ const resultEv = (id: string) => ev(EventKind.EVENT_TOOL_RESULT, { case: "result
 /** What toolHarness outputs after one successful call. */
 const okOutput = () => ev(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText("t:ok:0") });
 
-function append(fx: ReturnType<typeof newLog>, events: Event[]) {
-  const r = fx.log.append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(r.reason);
-}
-
-function resume(fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => fx.journal.mintFence(),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models,
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: toolDeps(ex.executor),
-  });
-}
-
-function replay(fx: ReturnType<typeof newLog>, h: Harness, models = scriptedModels(echoScript)) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models });
-}
+const resume = (fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) =>
+  resumeLog(fx, h, { models, tools: toolDeps(ex.executor) });
 
 /**
  * Runs `evidence` twice: as the cut tail of an interrupted execution (Resume) and as the body of a

@@ -11,24 +11,12 @@ import { userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ReplayDivergedError, ToolCallRefusedError, ToolExecutionError } from "../../../objects/controller/errors.js";
 import { replayJournal } from "../../../objects/controller/replay.js";
-import { resumeLatest } from "../../../objects/controller/resume.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness } from "../support/controller-fixture.js";
+import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
 
-const uid = "sess-000000000000000000000001";
+const uid = SESSION_UID;
 
-function resume(fx: ReturnType<typeof newLog>, h: Harness, ex: ReturnType<typeof fakeExecutor>, models = scriptedModels(echoScript)) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => fx.journal.mintFence(),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models,
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: toolDeps(ex.executor),
-  });
-}
+const resume = (fx: ReturnType<typeof newLog>, h: Harness, ex: ReturnType<typeof fakeExecutor>, models = scriptedModels(echoScript)) =>
+  resumeLog(fx, h, { models, tools: toolDeps(ex.executor) });
 
 describe("argument identity", () => {
   const withArgs = (args: JsonObject | undefined) => toolCall({ args });

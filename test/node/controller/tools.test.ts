@@ -8,41 +8,12 @@ import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema, Mediation, ToolResult_Code, ToolResultSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ToolExecutionError } from "../../../objects/controller/errors.js";
-import { replayJournal } from "../../../objects/controller/replay.js";
 import { resumeLatest } from "../../../objects/controller/resume.js";
-import {
-  describer,
-  descriptor,
-  echoScript,
-  fakeExecutor,
-  liveTurn,
-  newLog,
-  outputTexts,
-  scriptedModels,
-  toolCall,
-  toolDeps,
-  toolHarness,
-} from "../support/controller-fixture.js";
+import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, outputTexts, scriptedModels, toolCall, toolDeps, toolHarness, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
 
-const uid = "sess-000000000000000000000001";
+const uid = SESSION_UID;
 
-function resume(fx: ReturnType<typeof newLog>, h: Harness, executor = fakeExecutor().executor) {
-  return resumeLatest(fx.events(), {
-    sessionUid: uid,
-    log: fx.log,
-    mintFence: () => fx.journal.mintFence(),
-    describe: describer({ h }),
-    defaultHarness: "h",
-    models: scriptedModels(echoScript),
-    observe: () => undefined,
-    signal: new AbortController().signal,
-    tools: toolDeps(executor),
-  });
-}
-
-function replay(fx: ReturnType<typeof newLog>, h: Harness) {
-  return replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h }), defaultHarness: "h", models: scriptedModels(echoScript) });
-}
+const resume = (fx: ReturnType<typeof newLog>, h: Harness, executor = fakeExecutor().executor) => resumeLog(fx, h, { tools: toolDeps(executor) });
 
 describe("host-mediated tool calls", () => {
   it("tool: the intent is durable before the executor runs; the receipt carries the call id", async () => {

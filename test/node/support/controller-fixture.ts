@@ -14,6 +14,8 @@ import type { DescribeHarness } from "../../../objects/controller/identity.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../../../objects/controller/events.js";
 import { runLiveTurn, type TurnDeps, type TurnOutcome } from "../../../objects/controller/live-turn.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
+import { replayJournal } from "../../../objects/controller/replay.js";
+import { resumeLatest, type ResumeOptions } from "../../../objects/controller/resume.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
 import { createTestDb } from "./sqljs-db.js";
@@ -189,4 +191,33 @@ export function toolHarness(calls: ToolCall[], o: { swallow?: boolean; id?: stri
       await sink.output(out.join(","));
     },
   };
+}
+
+/** The session uid the controller tests run under. */
+export const SESSION_UID = "sess-000000000000000000000001";
+
+/** Appends records as another writer would (no validation beyond the journal's own), minting a fence. */
+export function appendRaw(fx: ReturnType<typeof newLog>, events: Event[]): void {
+  const r = fx.log.append(events, { fence: 0n, mintFence: true });
+  if (!r.ok) throw new Error(r.reason);
+}
+
+/** resumeLatest over a fixture log with harness "h" and the echo model; `o` overrides any option. */
+export function resumeLog(fx: ReturnType<typeof newLog>, h: Harness, o: Partial<ResumeOptions> = {}) {
+  return resumeLatest(fx.events(), {
+    sessionUid: SESSION_UID,
+    log: fx.log,
+    mintFence: () => fx.journal.mintFence(),
+    describe: describer({ h }),
+    defaultHarness: "h",
+    models: scriptedModels(echoScript),
+    observe: () => undefined,
+    signal: new AbortController().signal,
+    ...o,
+  });
+}
+
+/** replayJournal over a fixture log with harness "h". */
+export function replayLog(fx: ReturnType<typeof newLog>, h: Harness, models: ModelInvoker = scriptedModels(echoScript)) {
+  return replayJournal(fx.events(), { sessionUid: SESSION_UID, describe: describer({ h }), defaultHarness: "h", models });
 }
