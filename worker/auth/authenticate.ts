@@ -11,23 +11,10 @@ import { Code } from "@connectrpc/connect";
 import type { ConfigEnv } from "../../objects/config.js";
 import { DEFAULT_TENANT, parseTenantId } from "../../proto/ids.js";
 import { parseKeyTable } from "./api-keys.js";
-import { createJwtVerifier, parseJwtSettings } from "./jwt.js";
+import { createJwtVerifier, parseJwtSettings, type JwtEnv } from "./jwt.js";
 import { ROLES, rolesFrom, type Principal } from "./principal.js";
 
-export type AuthEnv = Pick<
-  ConfigEnv,
-  | "AUTH_MODE"
-  | "AUTH_KEYS"
-  | "AUTH_JWT_ISSUER"
-  | "AUTH_JWT_AUDIENCE"
-  | "AUTH_JWT_JWKS"
-  | "AUTH_JWT_JWKS_URL"
-  | "AUTH_JWT_JWKS_TTL_SECONDS"
-  | "AUTH_JWT_TENANT_CLAIM"
-  | "AUTH_JWT_PRINCIPAL_CLAIM"
-  | "AUTH_JWT_ROLES_CLAIM"
-  | "AUTH_JWT_SKEW_SECONDS"
->;
+export type AuthEnv = Pick<ConfigEnv, "AUTH_MODE" | "AUTH_KEYS"> & JwtEnv;
 
 export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; code: Code; message: string };
 

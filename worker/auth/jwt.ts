@@ -5,6 +5,7 @@
  * tenant, principal and roles. Failure reasons name claims, never their values or the token.
  * Test: test/node/auth/jwt.test.ts.
  */
+import type { ConfigEnv } from "../../objects/config.js";
 import { ALGS, createKeySet, jwksUrlProblem, parseStaticKeys, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
 
 export type { JwkKey } from "./jwks.js";
@@ -23,17 +24,8 @@ export interface JwtSettings {
 export interface JwtIdentity { tenant: string; principal: string; issuer: string; subject: string; roles: string[] }
 /** `unavailable`: the keys could not be had, so the token was not judged (not the caller's fault). */
 export type JwtOutcome = { ok: true; identity: JwtIdentity } | { ok: false; reason: string; unavailable?: true };
-export interface JwtEnv {
-  AUTH_JWT_ISSUER?: string;
-  AUTH_JWT_AUDIENCE?: string;
-  AUTH_JWT_JWKS?: string;
-  AUTH_JWT_JWKS_URL?: string;
-  AUTH_JWT_JWKS_TTL_SECONDS?: string;
-  AUTH_JWT_TENANT_CLAIM?: string;
-  AUTH_JWT_PRINCIPAL_CLAIM?: string;
-  AUTH_JWT_ROLES_CLAIM?: string;
-  AUTH_JWT_SKEW_SECONDS?: string;
-}
+/** The AUTH_JWT_* variables (documented in objects/config.ts). */
+export type JwtEnv = Pick<ConfigEnv, Extract<keyof ConfigEnv, `AUTH_JWT_${string}`>>;
 
 type Json = Record<string, unknown>;
 
