@@ -23,15 +23,9 @@ import { Journal } from "../../../objects/journal/journal.js";
 import { SessionHost } from "../../../objects/session/session-host.js";
 import type { PlacingRuntime } from "../../../objects/session/session-state.js";
 import { fakeBackend } from "../support/fake-backend.js";
-import { createSession, descriptor, drain, execReq, setup } from "../support/session-fixture.js";
+import { createSession, descriptor, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 
 const TOOLS = toolsHarness.describe() as HarnessDescriptor;
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
 
 const kindsOf = (host: SessionHost) => {
   const r = host.read(1n, 0n, 10_000);

@@ -9,7 +9,7 @@
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, IdentityRefSchema, Mediation, ToolResultSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, EventSchema, IdentityRefSchema, Mediation, ToolResultSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
@@ -17,10 +17,9 @@ import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { endEvent } from "../../../objects/controller/events.js";
 import { SessionHost } from "../../../objects/session/session-host.js";
-import type { SessionState } from "../../../objects/session/session-state.js";
 import { createModelInvoker } from "../../../objects/controller/models.js";
 import { echoScript, fakeExecutor, liveTurn, scriptedModels, toolCall, toolDeps, toolHarness, type newLog } from "../support/controller-fixture.js";
-import { createSession, descriptor, drain, execReq, setup } from "../support/session-fixture.js";
+import { createSession, descriptor, drain, execReq, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";
 import { createTestDb, type TestDb } from "../support/sqljs-db.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
@@ -29,15 +28,8 @@ const config = (calls: unknown[]) => new TextEncoder().encode(JSON.stringify({ c
 const gatedCall = (id = "g1") => ({ id, tool: "pay", args: { amount: 10 }, mediation: "REQUIRES_APPROVAL" });
 const gated = (id = "g1", key = "kg") => toolCall({ id, idempotencyKey: key, mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 } });
 
-const stateOf = (host: SessionHost) => (host as unknown as { _s: SessionState })._s;
 const turnLogOf = (host: SessionHost) => ({ log: stateOf(host).turnLog() }) as unknown as ReturnType<typeof newLog>;
 const ev = (executionId: string, kind: EventKind, body: Body) => create(EventSchema, { executionId, kind, body });
-
-function inject(host: SessionHost, events: Event[]): bigint {
-  const r = stateOf(host).append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(`inject: ${r.reason}`);
-  return r.records[r.records.length - 1]!.seq;
-}
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);
@@ -46,12 +38,6 @@ function journal(host: SessionHost) {
 }
 
 const kindsOf = (host: SessionHost) => journal(host).map((r) => EventKind[r.event.kind].replace(/^EVENT_/, ""));
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
 
 /** A session parked through the API: [START, INPUT, TC g1, AR g1 (seq 4), LIFECYCLE(SUSPEND)]. */
 async function parkedSession() {

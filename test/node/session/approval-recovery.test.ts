@@ -10,26 +10,19 @@
  */
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintSessionUid } from "../../../proto/ids.js";
 import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
-import type { SessionState } from "../../../objects/session/session-state.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, kinds, setup } from "../support/session-fixture.js";
+import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
 const config = (calls: unknown[]) => new TextEncoder().encode(JSON.stringify({ calls }));
 const gatedCall = { id: "g1", tool: "pay", args: { amount: 10 }, mediation: "REQUIRES_APPROVAL" };
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);
@@ -97,14 +90,6 @@ describe("recovery preconditions (§8.17 #189)", () => {
     expect(fx.ex.calls).toHaveLength(0);
   });
 });
-
-/** The session core behind the facade: tests write the journals the API refuses to produce. */
-const stateOf = (host: SessionHost) => (host as unknown as { _s: SessionState })._s;
-
-function inject(host: SessionHost, events: Event[]): void {
-  const r = stateOf(host).append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(`inject: ${r.reason}`);
-}
 
 /** Forks `parent` at `atSeq` into a fresh child the way worker/fork.ts does (begin, seed, finish). */
 async function forkChild(parent: SessionHost, atSeq: bigint, ex: ReturnType<typeof fakeExecutor>) {

@@ -15,9 +15,8 @@ import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import { endEvent, errorEvent, inputEvent, lifecycleEvent, Lifecycle_Kind } from "../../../objects/controller/events.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
-import type { SessionState } from "../../../objects/session/session-state.js";
 import { echoScript, fakeExecutor, liveTurn, modelHarness, scriptedModels, toolCall, toolDeps, toolHarness, type newLog } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
+import { createSession, drain, execReq, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
@@ -25,28 +24,13 @@ const config = (calls: unknown[]) => new TextEncoder().encode(JSON.stringify({ c
 const gatedCall = (id: string) => ({ id, tool: "pay", args: { amount: 10 }, mediation: "REQUIRES_APPROVAL" });
 const gated = (id = "g1", key = "kg") => toolCall({ id, idempotencyKey: key, mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 } });
 
-/** The session core behind the facade: tests write the journals the API refuses to produce. */
-const stateOf = (host: SessionHost) => (host as unknown as { _s: SessionState })._s;
-
 /** The session's journal as the controller's turns see it (appends go through the projections). */
 const turnLogOf = (host: SessionHost) => ({ log: stateOf(host).turnLog() }) as unknown as ReturnType<typeof newLog>;
-
-function inject(host: SessionHost, events: Event[]): bigint {
-  const r = stateOf(host).append(events, { fence: 0n, mintFence: true });
-  if (!r.ok) throw new Error(`inject: ${r.reason}`);
-  return r.records[r.records.length - 1]!.seq;
-}
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);
   if (!r.ok) throw new Error(r.message);
   return r.value.map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
-}
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
 }
 
 const ev = (executionId: string, kind: EventKind, body: Body) => create(EventSchema, { executionId, kind, body });

@@ -10,7 +10,7 @@ import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, kinds, setup } from "../support/session-fixture.js";
+import { createSession, drain, execReq, kinds, setup, sessionOf as session } from "../support/session-fixture.js";
 
 const config = (calls: unknown[]) => new TextEncoder().encode(JSON.stringify({ calls }));
 const gatedCall = (extra: Record<string, unknown> = {}) => ({ id: "g1", tool: "pay", args: { amount: 10 }, mediation: "REQUIRES_APPROVAL", ...extra });
@@ -19,12 +19,6 @@ function journalKinds(host: SessionHost): string[] {
   const r = host.read(1n, 0n, 10_000);
   if (!r.ok) throw new Error(r.message);
   return r.value.map((x) => EventKind[fromBinary(EventSchema, x.event).kind].replace(/^EVENT_/, ""));
-}
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
 }
 
 async function parked(o: { approvalTimeoutSeconds?: number; timeout?: number } = {}) {

@@ -17,13 +17,7 @@ import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, setup, type SetupOptions } from "../support/session-fixture.js";
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
+import { createSession, drain, execReq, setup, type SetupOptions, sessionOf as session } from "../support/session-fixture.js";
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);

@@ -12,13 +12,7 @@ import { userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
-import { createSession, descriptor, drain, execReq, gatedHarness, kinds, setup } from "../support/session-fixture.js";
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
+import { createSession, descriptor, drain, execReq, gatedHarness, kinds, setup, sessionOf as session } from "../support/session-fixture.js";
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);

@@ -20,13 +20,7 @@ import type { SessionHost } from "../../../objects/session/session-host.js";
 import type { PlacingRuntime } from "../../../objects/session/session-state.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
 import { fakeBackend } from "../support/fake-backend.js";
-import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
+import { createSession, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 
 const kindsOf = (host: SessionHost) => {
   const r = host.read(1n, 0n, 10_000);

@@ -23,7 +23,7 @@ import { SessionHost } from "../../../objects/session/session-host.js";
 import type { PlacingRuntime } from "../../../objects/session/session-state.js";
 import { schemaVersion } from "../../../objects/storage/migrate.js";
 import { fakeBackend } from "../support/fake-backend.js";
-import { createSession, descriptor, drain, execReq, setup } from "../support/session-fixture.js";
+import { createSession, descriptor, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 
 const TOOLS = toolsHarness.describe() as HarnessDescriptor;
 
@@ -33,12 +33,6 @@ function records(host: SessionHost) {
   return r.value;
 }
 const kindsOf = (host: SessionHost) => records(host).map((x) => EventKind[fromBinary(EventSchema, x.event).kind].replace(/^EVENT_/, ""));
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
 
 describe("compute projection and the session schema (§8.15)", () => {
   const input = create(EventSchema, { kind: EventKind.EVENT_INPUT, executionId: "e1" });

@@ -17,19 +17,13 @@ import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeBackend } from "../support/fake-backend.js";
-import { createSession, descriptor, drain, execReq, setup } from "../support/session-fixture.js";
+import { createSession, descriptor, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 
 const kindsOf = (host: SessionHost) => {
   const r = host.read(1n, 0n, 10_000);
   if (!r.ok) throw new Error(r.message);
   return r.value.map((x) => EventKind[fromBinary(EventSchema, x.event).kind].replace(/^EVENT_/, ""));
 };
-
-function session(host: SessionHost) {
-  const s = host.get();
-  if (!s.ok) throw new Error(s.message);
-  return s.value;
-}
 
 /** What the test `tools` harness describes (synchronously). */
 const TOOLS = toolsHarness.describe() as HarnessDescriptor;

@@ -3,7 +3,7 @@
  * recording Directory, erasure, and chosen harnesses; plus helpers to drain an Exec stream.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { EventKind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ExecRequestSchema, ExecUpdateSchema, SessionSchema, type ExecUpdate } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintSessionUid } from "../../../proto/ids.js";
@@ -14,6 +14,7 @@ import { createModelInvoker, type ModelInvoker } from "../../../objects/controll
 import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
 import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
+import type { SessionState } from "../../../objects/session/session-state.js";
 import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/session-host.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { ToolExecutor } from "../../../objects/controller/tools.js";
@@ -115,3 +116,20 @@ export const execReq = (init: Parameters<typeof create<typeof ExecRequestSchema>
 export const kinds = (updates: ExecUpdate[]) =>
   updates.flatMap((u) => (u.update.case === "record" ? [EventKind[u.update.value.event!.kind]] : []));
 
+
+/** The session's current state, or a throw when it has none. */
+export function sessionOf(host: SessionHost) {
+  const s = host.get();
+  if (!s.ok) throw new Error(s.message);
+  return s.value;
+}
+
+/** The session core behind the facade: tests write the journals the API refuses to produce. */
+export const stateOf = (host: SessionHost) => (host as unknown as { _s: SessionState })._s;
+
+/** Appends records as another writer would, minting a fence; returns the last seq. */
+export function inject(host: SessionHost, events: Event[]): bigint {
+  const r = stateOf(host).append(events, { fence: 0n, mintFence: true });
+  if (!r.ok) throw new Error(`inject: ${r.reason}`);
+  return r.records[r.records.length - 1]!.seq;
+}
