@@ -5,6 +5,7 @@
  * and the code location it came from, never its message; the request log line follows.
  */
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { whenEnded } from "./call-end.js";
 import { callerKey } from "./context.js";
 import { internalError } from "./errors.js";
 
@@ -19,21 +20,5 @@ export const classifyFaults: Interceptor = (next) => async (req) => {
     console.log(JSON.stringify({ level: "error", msg: "fault", request_id: caller.requestId, operation: req.method.name, fault, at }));
     return internalError(e);
   };
-  try {
-    const res = await next(req);
-    if (!res.stream) return res;
-    const inner = res.message;
-    return {
-      ...res,
-      message: (async function* () {
-        try {
-          yield* inner;
-        } catch (e) {
-          throw classify(e);
-        }
-      })(),
-    };
-  } catch (e) {
-    throw classify(e);
-  }
+  return whenEnded(next(req), (e) => e === undefined ? undefined : classify(e));
 };

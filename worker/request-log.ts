@@ -4,6 +4,7 @@
  * Caller-caused outcomes (INVALID_ARGUMENT, NOT_FOUND, ABORTED, ...) log at info, not error.
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { whenEnded } from "./call-end.js";
 import { callerKey, logFieldsKey } from "./context.js";
 
 const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
@@ -42,27 +43,8 @@ export const requestLog: Interceptor = (next) => async (req) => {
     const caller = req.contextValues.get(callerKey);
     logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: fields.session ?? "", operation: req.method.name, code, durationMs: Date.now() - started });
   };
-  try {
-    const res = await next(req);
-    if (!res.stream) {
-      line(undefined);
-      return res;
-    }
-    const inner = res.message;
-    return {
-      ...res,
-      message: (async function* () {
-        try {
-          yield* inner;
-          line(undefined);
-        } catch (e) {
-          line(ConnectError.from(e).code);
-          throw e;
-        }
-      })(),
-    };
-  } catch (e) {
-    line(ConnectError.from(e).code);
-    throw e;
-  }
+  return whenEnded(next(req), (e) => {
+    line(e === undefined ? undefined : ConnectError.from(e).code);
+    return e;
+  });
 };
