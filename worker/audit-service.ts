@@ -4,7 +4,7 @@
  * completed execution with zero model calls. Read-only.
  */
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import type { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { directoryStub, sessionStub, type Env } from "../objects/index.js";
 import { callerOf, noteSession } from "./context.js";
 import { connectErrorFrom } from "./errors.js";

@@ -15,7 +15,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   HarnessRegistrationSchema,
-  HarnessRegistry,
+  type HarnessRegistry,
   HarnessSource,
   HarnessSpecSchema,
   HarnessState,

@@ -10,7 +10,7 @@ import {
   ExecRequestSchema,
   ExecUpdateSchema,
   SessionSchema,
-  Sessions,
+  type Sessions,
   type CreateSessionRequest,
   type ExecRequest,
   type Session,
@@ -237,10 +237,4 @@ async function tunnelServes(env: Env, tenant: string, name: string): Promise<boo
 
 function isEmptyOrigin(o: Session["origin"]): boolean {
   return !o || (!o.source && !o.subject && !o.uri && Object.keys(o.attributes).length === 0);
-}
-
-function unimplemented(method: string, landsWith: string) {
-  return () => {
-    throw new ConnectError(`${method} is not implemented yet on this host; it lands with ${landsWith}`, Code.Unimplemented);
-  };
 }

@@ -423,7 +423,7 @@ export class SessionState {
 
 async function describeWithin(h: NonNullable<ReturnType<HarnessResolver["get"]>>, ms: number) {
   const ac = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined ;
   try {
     return await Promise.race([
       Promise.resolve(h.describe(ac.signal)),

@@ -96,7 +96,7 @@ export class IncarnationPool {
       }
       if (running) {
         await this._end(running, "cold");
-      } else if (!e || e.phase !== "terminated") {
+      } else if (e?.phase !== "terminated") {
         // Nothing runs (never placed here, or it ended): the journal is the snapshot either way.
         this._entries.set(uid, { uid, harness: e?.harness ?? "", phase: "cold" });
       }

@@ -35,8 +35,8 @@ describe("agentctl with the chat harness", () => {
     expect(r.code, r.stderr).toBe(0);
     uid = sessionOf(r);
     expect(r.lines).toContain("seq=2  EVENT_INPUT  user: hi");
-    expect(r.lines.filter((l) => l.includes("EVENT_OUTPUT"))).toEqual([expect.stringMatching(/^seq=\d+  EVENT_OUTPUT  assistant: answer #1: hi$/)]);
-    expect(r.lines.at(-1)).toMatch(/^seq=\d+  EVENT_END  state=COMPLETED$/);
+    expect(r.lines.filter((l) => l.includes("EVENT_OUTPUT"))).toEqual([expect.stringMatching(/^seq=\d+ {2}EVENT_OUTPUT {2}assistant: answer #1: hi$/)]);
+    expect(r.lines.at(-1)).toMatch(/^seq=\d+ {2}EVENT_END {2}state=COMPLETED$/);
     // stdout is a pipe here, so the streamed text went to stderr, in full.
     expect(r.stderr).toBe("answer #1: hi\n");
     expect(fake.requests.length).toBe(1);
@@ -67,10 +67,10 @@ describe("agentctl with the chat harness", () => {
     expect(err).toBe("");
     const lines = out.split("\n");
     const streamed = lines.indexOf("answer #2: again");
-    const output = lines.findIndex((l) => /^seq=\d+  EVENT_OUTPUT  assistant: answer #2: again$/.test(l));
+    const output = lines.findIndex((l) => /^seq=\d+ {2}EVENT_OUTPUT {2}assistant: answer #2: again$/.test(l));
     expect(streamed).toBeGreaterThan(0);
     expect(output).toBeGreaterThan(streamed);
-    expect(lines.at(-2)).toMatch(/^seq=\d+  EVENT_END  state=COMPLETED$/);
+    expect(lines.at(-2)).toMatch(/^seq=\d+ {2}EVENT_END {2}state=COMPLETED$/);
     expect(fake.requests.length).toBe(2);
   });
 

@@ -92,7 +92,7 @@ describe("agentctl create, get, list", () => {
       "name           triage",
       "harness        echo",
       "last_seq       0",
-      expect.stringMatching(/^exec_state     [A-Z]+$/),
+      expect.stringMatching(/^exec_state {5}[A-Z]+$/),
       "compute_state  NONE",
     ]);
     const j = await agentctl([...S, "get", uid, "--json"]);
@@ -111,7 +111,7 @@ describe("agentctl create, get, list", () => {
     const r = await agentctl([...S, "list", "--project", project, "--page-size", "2"]);
     expect(r.code).toBe(0);
     expect(r.lines.length).toBe(5);
-    for (const line of r.lines) expect(line).toMatch(/^sess-[0-9a-f]{24}  last_seq=0  compute=NONE  harness=echo  name=n[0-4]$/);
+    for (const line of r.lines) expect(line).toMatch(/^sess-[0-9a-f]{24} {2}last_seq=0 {2}compute=NONE {2}harness=echo {2}name=n[0-4]$/);
     expect(r.lines.map((l) => l.split("  ")[0]).sort()).toEqual([...uids].sort());
   });
 });

@@ -9,7 +9,7 @@
 import { create, equals, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApprovalResultSchema, EventKind, EventSchema, Lifecycle_Kind, LogRecordSchema, Mediation, ToolResult_Code, ToolResultSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { ApprovalResultSchema, EventKind, type EventSchema, Lifecycle_Kind, LogRecordSchema, Mediation, ToolResult_Code, ToolResultSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { Resumability, type ControllerFrame } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";

@@ -9,7 +9,7 @@ import { create, equals, fromBinary, toBinary, type JsonObject, type JsonValue, 
 import { ConnectError } from "@connectrpc/connect";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EventKind, EventSchema, LogRecordSchema, Mediation, type LogRecord, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, type EventSchema, LogRecordSchema, Mediation, type LogRecord, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, StartSchema, type ControllerFrame, type Start } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessMessageSchema, HostMessageSchema, type HostMessage } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { textOf } from "../../../proto/messages.js";

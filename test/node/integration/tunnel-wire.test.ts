@@ -9,7 +9,7 @@ import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/p
 import { Code, ConnectError } from "@connectrpc/connect";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EventKind, EventSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, type EventSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, type ControllerFrame } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessMessageSchema, HostMessageSchema, type HostMessage } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { specDigest } from "../../../proto/canon.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import {
-  HarnessRegistry,
+  type HarnessRegistry,
   HarnessSource,
   HarnessSpecSchema,
   HarnessState,

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
-import { ControllerFrameSchema, StartSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import type { ControllerFrameSchema, StartSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import {
   HarnessMessageSchema,
   HostMessageSchema,

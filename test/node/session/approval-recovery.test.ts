@@ -17,7 +17,7 @@ import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";
+import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject, } from "../support/session-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 

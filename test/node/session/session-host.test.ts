@@ -2,7 +2,7 @@
  * The session core in process, on SQLite (sql.js), with the built-in echo harness and test
  * harnesses: the Exec stream's shape, CAS, the overlap guard, deadlines, failures, sealed sinks.
  */
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
