@@ -133,7 +133,17 @@ export function usage(): string {
 }
 
 export function commandUsage(c: Command): string {
-  return [`usage: agentctl ${c.synopsis}`, "", c.summary, "", ...c.help.map((l) => "  " + l), "", "global flags:", ...GLOBAL_HELP.map((l) => "  " + l), ""].join("\n");
+  return [
+    `usage: agentctl ${c.synopsis}`,
+    "",
+    c.summary,
+    "",
+    ...c.help.map((l) => "  " + l),
+    "",
+    "global flags:",
+    ...GLOBAL_HELP.map((l) => "  " + l),
+    "",
+  ].join("\n");
 }
 
 /** The process entry: real stdio and environment, exit status through process.exitCode. */

@@ -69,8 +69,20 @@ export type SameRecords = string | string[] | { steps: string | string[]; fromSe
 const CASE_KEYS = ["id", "title", "spec", "tags", "steps"];
 const STEP_KEYS = ["call", "request", "repeat", "pages", "as", "save", "expect"];
 const EXPECT_KEYS = [
-  "code", "message", "equal", "match", "exists", "absent", "length", "contains", "distinct", "sameSet",
-  "every", "chainVerifies", "sameRecords", "sessionOrder",
+  "code",
+  "message",
+  "equal",
+  "match",
+  "exists",
+  "absent",
+  "length",
+  "contains",
+  "distinct",
+  "sameSet",
+  "every",
+  "chainVerifies",
+  "sameRecords",
+  "sessionOrder",
 ];
 
 export const CASES_DIR = fileURLToPath(new URL("./cases/", import.meta.url));
@@ -79,7 +91,9 @@ export const CASES_DIR = fileURLToPath(new URL("./cases/", import.meta.url));
 export function loadCases(dir: string = CASES_DIR): Case[] {
   const cases: Case[] = [];
   const seen = new Set<string>();
-  for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     const doc: unknown = parse(readFileSync(join(dir, file), "utf8"));
     if (!Array.isArray(doc)) throw new Error(`${file}: expected a list of cases`);
     for (const raw of doc) {

@@ -35,11 +35,9 @@ try {
   await fetch(values.url!, { method: "HEAD" }).catch((e: unknown) => {
     throw new Error(`cannot reach ${values.url}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);
   });
-  const results = await runConformanceTests(
-    { url: values.url!, ...(values.token ? { token: values.token } : {}), json: values.json },
-    values.filter,
-    { onResult: (r) => console.log(line(r)) },
-  );
+  const results = await runConformanceTests({ url: values.url!, ...(values.token ? { token: values.token } : {}), json: values.json }, values.filter, {
+    onResult: (r) => console.log(line(r)),
+  });
   const passed = results.filter((r) => r.status === "pass").length;
   const failed = results.filter((r) => r.status === "fail" || r.status === "fixed").length;
   const known = results.filter((r) => r.status === "known").length;

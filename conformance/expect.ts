@@ -98,9 +98,7 @@ function checkSessionOrder(p: string, view: unknown): string[] {
 function checkChain(records: LogRecord[]): string[] {
   if (records.length === 0) return ["chainVerifies: no records to verify"];
   if (records[0]!.seq !== 1n) return [`chainVerifies: needs the records from seq 1, these start at ${records[0]!.seq}`];
-  const report = verifyChain(
-    records.map((r) => ({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event! })),
-  );
+  const report = verifyChain(records.map((r) => ({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event! })));
   return report.ok ? [] : [`chainVerifies: seq ${report.firstBadSeq}: ${report.reason}`];
 }
 

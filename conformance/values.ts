@@ -75,12 +75,7 @@ export function isDefault(v: unknown): boolean {
 export function jsonEqual(actual: unknown, expected: unknown): boolean {
   if (actual === undefined || expected === undefined) return isDefault(actual) && isDefault(expected);
   if (Array.isArray(actual) || Array.isArray(expected)) {
-    return (
-      Array.isArray(actual) &&
-      Array.isArray(expected) &&
-      actual.length === expected.length &&
-      actual.every((a, i) => jsonEqual(a, expected[i]))
-    );
+    return Array.isArray(actual) && Array.isArray(expected) && actual.length === expected.length && actual.every((a, i) => jsonEqual(a, expected[i]));
   }
   if (isObject(actual) || isObject(expected)) {
     if (!isObject(actual) || !isObject(expected)) return false;

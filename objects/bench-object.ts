@@ -35,7 +35,14 @@ export class BenchObject extends DurableObject<Env> {
     const ev = sampleEvent(textBytes);
     let states: States = { computeState: ComputeState.COMPUTE_LIVE, execState: ExecState.EXEC_RUNNING };
     for (let i = 0; i < n; i++) {
-      const r = journal.append([ev], { fence: 0n, project: (recs) => (states = projectRecords(states, recs.map((x) => ({ seq: x.seq, event: x.decoded })))) });
+      const r = journal.append([ev], {
+        fence: 0n,
+        project: (recs) =>
+          (states = projectRecords(
+            states,
+            recs.map((x) => ({ seq: x.seq, event: x.decoded })),
+          )),
+      });
       if (!r.ok) throw new Error(r.reason);
     }
     return Number(journal.head().seq);

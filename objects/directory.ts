@@ -5,13 +5,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
-import {
-  RegistryStore,
-  type HarnessLookup,
-  type HarnessRecord,
-  type RegisterResult,
-  type RetireResult,
-} from "./directory/registry-store.js";
+import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
 import type { Env } from "./env.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 

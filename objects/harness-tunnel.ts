@@ -201,7 +201,9 @@ export class HarnessTunnel extends DurableObject<Env> {
     const a = ws.deserializeAttachment() as Attachment | null;
     if (!a) return;
     for (const s of this._store.dropConnection(a.conn)) {
-      await this._session(s.session).deliver(s.id, null, "disconnected mid-turn").catch(() => false);
+      await this._session(s.session)
+        .deliver(s.id, null, "disconnected mid-turn")
+        .catch(() => false);
     }
   }
 

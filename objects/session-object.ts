@@ -37,7 +37,11 @@ export class SessionObject extends DurableObject<Env> {
       db: sqlDbFromStorage(ctx.storage),
       now: () => Date.now(),
       models: (sessionModel) => createModelInvoker({ sessionModel, defaultModel: config.defaultModel, provider }),
-      harnesses: builtinHarnesses({ chat: provider !== undefined, chatModels: config.defaultModel ? [config.defaultModel] : [], testing: config.testHarnesses }),
+      harnesses: builtinHarnesses({
+        chat: provider !== undefined,
+        chatModels: config.defaultModel ? [config.defaultModel] : [],
+        testing: config.testHarnesses,
+      }),
       directory: async (tenant, row) => {
         await directoryStub(env, tenant).upsert(row);
       },

@@ -24,9 +24,7 @@ import {
 
 const EVENT_KINDS = new Set<number>(Object.values(EventKind).filter((v) => typeof v === "number") as number[]);
 const MEDIATIONS = new Set<number>(Object.values(Mediation).filter((v) => typeof v === "number") as number[]);
-const LIFECYCLE_KINDS = new Set<number>(
-  Object.values(Lifecycle_Kind).filter((v) => typeof v === "number") as number[],
-);
+const LIFECYCLE_KINDS = new Set<number>(Object.values(Lifecycle_Kind).filter((v) => typeof v === "number") as number[]);
 
 /**
  * Returns the event in normal form, never modifying the input: the input itself when it already is

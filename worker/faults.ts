@@ -16,9 +16,16 @@ export const classifyFaults: Interceptor = (next) => async (req) => {
     // The error's name and the code location it came from; never its message, which may quote
     // whatever value it choked on.
     const fault = e instanceof Error ? e.name : typeof e;
-    const at = e instanceof Error ? (e.stack ?? "").split("\n").find((l) => l.trim().startsWith("at "))?.trim().slice(0, 200) ?? "" : "";
+    const at =
+      e instanceof Error
+        ? ((e.stack ?? "")
+            .split("\n")
+            .find((l) => l.trim().startsWith("at "))
+            ?.trim()
+            .slice(0, 200) ?? "")
+        : "";
     console.log(JSON.stringify({ level: "error", msg: "fault", request_id: caller.requestId, operation: req.method.name, fault, at }));
     return internalError(e);
   };
-  return whenEnded(next(req), (e) => e === undefined ? undefined : classify(e));
+  return whenEnded(next(req), (e) => (e === undefined ? undefined : classify(e)));
 };

@@ -45,10 +45,7 @@ export function createLimitGuards(env: Env): LimitGuards {
       const owner = randomHex(8);
       const r = await stub.acquire(settings, uid, owner);
       if (!r.ok) {
-        throw new ConnectError(
-          `tenant ${tenant} already runs ${r.running} executions, its limit: wait for one to finish, then retry`,
-          Code.ResourceExhausted,
-        );
+        throw new ConnectError(`tenant ${tenant} already runs ${r.running} executions, its limit: wait for one to finish, then retry`, Code.ResourceExhausted);
       }
       return () => stub.release(uid, owner);
     },

@@ -29,12 +29,7 @@ import { builtinHarnesses, type HarnessResolver } from "../runtimes/builtin/inde
 import { hostConfig, type ConfigEnv } from "../objects/config.js";
 // Types only, and no objects/index.js: this module also runs in process in Node tests
 // (test/node/registry/registry-service.test.ts), where the Durable Object classes cannot load.
-import type {
-  HarnessRecord,
-  RegisterOutcome as StoredOutcome,
-  RegisterResult,
-  RetireResult,
-} from "../objects/directory/registry-store.js";
+import type { HarnessRecord, RegisterOutcome as StoredOutcome, RegisterResult, RetireResult } from "../objects/directory/registry-store.js";
 import type { TenantId } from "../proto/ids.js";
 import { callerOf } from "./context.js";
 
@@ -154,7 +149,9 @@ export function createRegistryService(
       if (req.observe) {
         if (!opts.observe) reg.observeError = OBSERVE_UNAVAILABLE;
         else {
-          const seen = await opts.observe(callerOf(ctx).tenant, req.name, reg.spec).catch((e: unknown) => ({ error: e instanceof Error ? e.message : "error" }));
+          const seen = await opts
+            .observe(callerOf(ctx).tenant, req.name, reg.spec)
+            .catch((e: unknown) => ({ error: e instanceof Error ? e.message : "error" }));
           if ("descriptor" in seen && seen.descriptor) reg.observed = seen.descriptor;
           else reg.observeError = seen.error ?? "no answer";
         }
@@ -177,9 +174,7 @@ export function createRegistryService(
       // Keyset over name: statics and registered rows merged in name order (BEHAVIOUR.md §6.4).
       const statics = served.names().filter((n) => n > after);
       const registered = (await stored((d) => d.listHarnesses(after, size + 1, req.includeRetired), ctx)).filter((r) => !served.get(r.name));
-      const merged = [...statics.map(staticRegistration), ...registered.map(registrationFromRecord)].sort((a, b) =>
-        nameOf(a) < nameOf(b) ? -1 : 1,
-      );
+      const merged = [...statics.map(staticRegistration), ...registered.map(registrationFromRecord)].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : 1));
       const page = merged.slice(0, size);
       const nextPageToken = merged.length > size ? pageTokenFromName(nameOf(page[page.length - 1]!)) : "";
       return { harnesses: page, nextPageToken };

@@ -88,7 +88,8 @@ export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Arr
   const f = framingOf(method, contentType);
   if (!f) return undefined;
   if (f.protocol === "grpc") {
-    const message = "plain gRPC is not served: Workers cannot send the HTTP trailers that carry its status; use gRPC-Web (application/grpc-web+proto) or Connect";
+    const message =
+      "plain gRPC is not served: Workers cannot send the HTTP trailers that carry its status; use gRPC-Web (application/grpc-web+proto) or Connect";
     return errorResponse(f, contentType, UNIMPLEMENTED, message);
   }
   const message = problemOf(method, f, req.headers, body);

@@ -41,7 +41,14 @@ export const requestLog: Interceptor = (next) => async (req) => {
   req.contextValues.set(logFieldsKey, fields);
   const line = (code: Code | undefined) => {
     const caller = req.contextValues.get(callerKey);
-    logRpc({ requestId: caller.requestId, tenant: caller.tenant, session: fields.session ?? "", operation: req.method.name, code, durationMs: Date.now() - started });
+    logRpc({
+      requestId: caller.requestId,
+      tenant: caller.tenant,
+      session: fields.session ?? "",
+      operation: req.method.name,
+      code,
+      durationMs: Date.now() - started,
+    });
   };
   return whenEnded(next(req), (e) => {
     line(e === undefined ? undefined : ConnectError.from(e).code);

@@ -4,11 +4,7 @@
  * (worker/request-check.ts): a Worker cannot send the HTTP trailers its status needs.
  */
 import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
-import {
-  universalServerRequestFromFetch,
-  universalServerResponseToFetch,
-  type UniversalHandler,
-} from "@connectrpc/connect/protocol";
+import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";

@@ -52,17 +52,17 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const project = req.project || DEFAULT_PROJECT;
       const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
       if (!r.ok) {
-        throw new ConnectError(
-          "page_token is not a token this server issued: start again with an empty page_token",
-          Code.InvalidArgument,
-        );
+        throw new ConnectError("page_token is not a token this server issued: start again with an empty page_token", Code.InvalidArgument);
       }
       return { sessions: r.sessions.map((b) => fromBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
     },
 
     async *exec(req, ctx) {
       if (req.inputs.length > limits.maxInputsPerExec) {
-        throw new ConnectError(`an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`, Code.InvalidArgument);
+        throw new ConnectError(
+          `an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`,
+          Code.InvalidArgument,
+        );
       }
       checkStructDepth(ExecRequestSchema, req, limits.maxStructDepth, "this Exec request");
       let uid: SessionUid;
@@ -162,7 +162,10 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       }
       const count = req.count <= 0 ? 1 : req.count;
       if (req.childNames.length !== 0 && req.childNames.length !== count) {
-        throw new ConnectError(`child_names has ${req.childNames.length} names for ${count} children: give none or exactly one per child`, Code.InvalidArgument);
+        throw new ConnectError(
+          `child_names has ${req.childNames.length} names for ${count} children: give none or exactly one per child`,
+          Code.InvalidArgument,
+        );
       }
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
@@ -171,7 +174,11 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     async approve(req, ctx) {
       // BEHAVIOUR.md §4.11: every field is required, and an absent decision is never read as a denial.
       const uid = requireUid(req.session, "session");
-      if (!req.executionId || !req.toolCallId) throw new ConnectError("execution_id and tool_call_id are required: they name the pending approval (see the session's pending_approval)", Code.InvalidArgument);
+      if (!req.executionId || !req.toolCallId)
+        throw new ConnectError(
+          "execution_id and tool_call_id are required: they name the pending approval (see the session's pending_approval)",
+          Code.InvalidArgument,
+        );
       if (req.requestSeq <= 0n) throw new ConnectError("request_seq must be the positive seq of the APPROVAL_REQUEST", Code.InvalidArgument);
       if (req.approved === undefined) throw new ConnectError("approved must be set explicitly: true to approve, false to deny", Code.InvalidArgument);
       noteSession(ctx, uid);
@@ -199,7 +206,10 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
   if (!harnesses.get(harness)) {
     const reg = await directoryStub(env, callerOf(ctx).tenant).lookupHarness(harness);
     if (reg?.state === "retired") {
-      throw new ConnectError(`harness "${harness}" is retired: new sessions cannot select it (existing ones keep running); choose another`, Code.FailedPrecondition);
+      throw new ConnectError(
+        `harness "${harness}" is retired: new sessions cannot select it (existing ones keep running); choose another`,
+        Code.FailedPrecondition,
+      );
     }
     if (!reg && !(await tunnelServes(env, callerOf(ctx).tenant, harness))) {
       throw new ConnectError(unknownHarnessMessage(harness, harnesses), Code.InvalidArgument);

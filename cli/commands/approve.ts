@@ -76,7 +76,9 @@ function tupleFlags(args: ParsedArgs): Tuple | undefined {
   const given = [executionId, toolCallId, requestSeq].filter((v) => v !== undefined).length;
   if (given === 0) return undefined;
   if (executionId === undefined || toolCallId === undefined || requestSeq === undefined) {
-    throw new UsageError("--execution, --tool-call and --request-seq name one approval request together: pass all three, or none to decide the session's pending_approval");
+    throw new UsageError(
+      "--execution, --tool-call and --request-seq name one approval request together: pass all three, or none to decide the session's pending_approval",
+    );
   }
   if (executionId === "" || toolCallId === "") throw new UsageError("--execution and --tool-call must not be empty");
   if (requestSeq === 0n) throw new UsageError("--request-seq must be positive (the seq of the APPROVAL_REQUEST record)");

@@ -27,10 +27,13 @@ export const forkCommand: Command = {
 
   async run(ctx, args) {
     const uid = sessionArg(args);
-    const names = args.strings.get("names")?.split(",").map((n) => n.trim());
+    const names = args.strings
+      .get("names")
+      ?.split(",")
+      .map((n) => n.trim());
     const countFlag = seqFlag(args, "count");
     if (countFlag !== undefined && countFlag > MAX_COUNT_FLAG) throw new UsageError(`--count ${countFlag} is far over the limit of 128 children`);
-    const count = countFlag === undefined ? names?.length ?? 1 : Number(countFlag);
+    const count = countFlag === undefined ? (names?.length ?? 1) : Number(countFlag);
     // The server reads a count of 0 as 1; so does this check.
     if (names && names.length !== Math.max(count, 1)) {
       throw new UsageError(`--names gives ${names.length} name${names.length === 1 ? "" : "s"} for ${Math.max(count, 1)} children: give exactly one per child`);

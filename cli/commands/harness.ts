@@ -31,7 +31,8 @@ export const harnessCommand: Command = {
 
   async run(ctx, args) {
     const [sub, file, ...extra] = args.positionals;
-    if (sub !== "serve") throw new UsageError(sub === undefined ? "harness needs a subcommand: serve FILE" : `unknown harness subcommand ${JSON.stringify(sub)}`);
+    if (sub !== "serve")
+      throw new UsageError(sub === undefined ? "harness needs a subcommand: serve FILE" : `unknown harness subcommand ${JSON.stringify(sub)}`);
     if (file === undefined) throw new UsageError("harness serve needs a FILE exporting a Harness");
     if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
     const maxStreams = maxStreamsFlag(args.strings.get("max-streams"));
@@ -48,7 +49,16 @@ export const harnessCommand: Command = {
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
     try {
-      const serving = serve({ url: ctx.server, token: ctx.token, name, harness, maxStreams, signal: stop.signal, drainMs: DRAIN_MS, onStatus: reporter(ctx, name) });
+      const serving = serve({
+        url: ctx.server,
+        token: ctx.token,
+        name,
+        harness,
+        maxStreams,
+        signal: stop.signal,
+        drainMs: DRAIN_MS,
+        onStatus: reporter(ctx, name),
+      });
       await serving.stopped;
     } finally {
       process.off("SIGINT", onSignal);

@@ -14,10 +14,7 @@ export const hashCommand: Command = {
   name: "hash",
   summary: "print the content hash of one event read from stdin (offline)",
   synopsis: "hash --seq N [--prev-hash H] < event.json",
-  help: [
-    "--seq N          the record's seq (1 for the first record)",
-    '--prev-hash H    the previous record\'s content hash; "" (the default) only for seq 1',
-  ],
+  help: ["--seq N          the record's seq (1 for the first record)", '--prev-hash H    the previous record\'s content hash; "" (the default) only for seq 1'],
   flags: { seq: "string", "prev-hash": "string" },
 
   async run(ctx, args) {

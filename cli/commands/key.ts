@@ -22,14 +22,19 @@ export const keyCommand: Command = {
   flags: { tenant: "string", principal: "string", roles: "string", id: "string" },
 
   async run(ctx, args) {
-    if (args.positionals.length !== 1 || args.positionals[0] !== "new") throw new UsageError("usage: agentctl key new --tenant T --principal P --roles R[,R...]");
+    if (args.positionals.length !== 1 || args.positionals[0] !== "new")
+      throw new UsageError("usage: agentctl key new --tenant T --principal P --roles R[,R...]");
     const tenant = parseTenantId(args.strings.get("tenant") ?? "");
     if (!tenant) throw new UsageError("--tenant T is required: lowercase letters, digits, '.', '_' or '-', at most 63");
     const principal = args.strings.get("principal") ?? "";
     if (!principal) throw new UsageError("--principal P is required");
-    const roles = (args.strings.get("roles") ?? "").split(",").map((r) => r.trim()).filter(Boolean);
+    const roles = (args.strings.get("roles") ?? "")
+      .split(",")
+      .map((r) => r.trim())
+      .filter(Boolean);
     const unknown = roles.filter((r) => !isRole(r));
-    if (roles.length === 0 || unknown.length > 0) throw new UsageError(`--roles takes a comma-separated list of ${ROLES.join(", ")}${unknown.length ? ` (not: ${unknown.join(", ")})` : ""}`);
+    if (roles.length === 0 || unknown.length > 0)
+      throw new UsageError(`--roles takes a comma-separated list of ${ROLES.join(", ")}${unknown.length ? ` (not: ${unknown.join(", ")})` : ""}`);
     const key = `ask_${randomBytes(24).toString("base64url")}`;
     const id = args.strings.get("id") || `key-${randomBytes(4).toString("hex")}`;
     const entry = { id, sha256: createHash("sha256").update(key).digest("hex"), tenant, principal, roles };

@@ -15,10 +15,7 @@ export const listCommand: Command = {
   name: "list",
   summary: "list a project's sessions (all pages)",
   synopsis: "list [--project P] [--page-size N]",
-  help: [
-    "--project P      project to list (the host's default when omitted)",
-    "--page-size N    sessions per request; every page is fetched regardless",
-  ],
+  help: ["--project P      project to list (the host's default when omitted)", "--page-size N    sessions per request; every page is fetched regardless"],
   flags: { project: "string", "page-size": "string" },
 
   async run(ctx, args) {

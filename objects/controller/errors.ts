@@ -140,7 +140,9 @@ export class ApprovalParkedError extends Error {
 /** Recovery would re-drive a tool intent copied from a fork parent (it ran, or may have, there). */
 export class InheritedToolIntentError extends Error {
   constructor(seq: bigint) {
-    super(`the interrupted tool call at seq ${seq} was inherited from the fork parent, so re-driving it could repeat the parent's effect: fork at or after the TOOL_RESULT, or Exec a new turn`);
+    super(
+      `the interrupted tool call at seq ${seq} was inherited from the fork parent, so re-driving it could repeat the parent's effect: fork at or after the TOOL_RESULT, or Exec a new turn`,
+    );
     this.name = "InheritedToolIntentError";
   }
 }

@@ -15,7 +15,8 @@ export function gateMismatch(ex: Execution): { seq: bigint; detail: string } | u
   const fx = ex.effects;
   for (let i = 0; i < fx.length; i++) {
     const call = fx[i]!;
-    if (call.event.kind !== EventKind.EVENT_TOOL_CALL || call.event.body.case !== "tool" || call.event.body.value.mediation !== Mediation.REQUIRES_APPROVAL) continue;
+    if (call.event.kind !== EventKind.EVENT_TOOL_CALL || call.event.body.case !== "tool" || call.event.body.value.mediation !== Mediation.REQUIRES_APPROVAL)
+      continue;
     const id = call.event.body.value.id;
     const req = fx[i + 1];
     if (!req) return undefined;

@@ -163,7 +163,14 @@ export class LiveSink implements EventSink {
     // A gate is only completed by the kind of harness that may open one (§8.14 #118), and only
     // for a call it can name (a gate without a call id is evidence this host never writes: #93).
     if (!this._tools.approvalsAllowed) {
-      return Promise.reject(this.latch(new ToolCallRefusedError("approval_unavailable", `tool ${call.tool} requires approval, which needs a STATELESS_REPLAY harness: the decided gate was not completed`)));
+      return Promise.reject(
+        this.latch(
+          new ToolCallRefusedError(
+            "approval_unavailable",
+            `tool ${call.tool} requires approval, which needs a STATELESS_REPLAY harness: the decided gate was not completed`,
+          ),
+        ),
+      );
     }
     if (call.id === "") return Promise.reject(this.latch(new ReplayDivergedError(requestSeq, "the recorded approval-gated call has no id")));
     this._tools.knownCallIds.add(call.id);

@@ -12,7 +12,15 @@ import { EventKind, EventSchema, type Event, type Message } from "../../proto/ge
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
-import { AppendRefusedError, ApprovalParkedError, MissingToolExecutorError, ReplayDivergedError, ToolCallRefusedError, TurnInterruptedError, type AppendRefusal } from "./errors.js";
+import {
+  AppendRefusedError,
+  ApprovalParkedError,
+  MissingToolExecutorError,
+  ReplayDivergedError,
+  ToolCallRefusedError,
+  TurnInterruptedError,
+  type AppendRefusal,
+} from "./errors.js";
 import type { ParkedGate } from "./tool-steps.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
@@ -111,7 +119,13 @@ export async function runHarness(run: () => Promise<void>, signal: AbortSignal):
     signal.addEventListener("abort", onAbort, { once: true });
   });
   try {
-    return await Promise.race([run().then(() => undefined, (e: unknown) => e), interrupted]);
+    return await Promise.race([
+      run().then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      interrupted,
+    ]);
   } finally {
     if (onAbort) signal.removeEventListener("abort", onAbort);
   }

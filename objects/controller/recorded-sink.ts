@@ -23,14 +23,7 @@ import {
 import { modelInputHash } from "../../proto/canon.js";
 import { textOf } from "../../proto/messages.js";
 import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
-import {
-  ApprovalParkedError,
-  ModelProviderError,
-  ReplayDivergedError,
-  SinkClosedError,
-  ToolCallRefusedError,
-  ToolExecutionError,
-} from "./errors.js";
+import { ApprovalParkedError, ModelProviderError, ReplayDivergedError, SinkClosedError, ToolCallRefusedError, ToolExecutionError } from "./errors.js";
 import { toolCallIdentity, toolCallRefusal } from "./tool-args.js";
 import { noteDecision, reportRefusal } from "./tool-steps.js";
 import type { LoggedEvent } from "./execution-log.js";
@@ -114,7 +107,11 @@ export class RecordedSink implements EventSink {
       // Inside the recorded prefix a call the host would refuse cannot be the recorded one: the
       // harness did something else than it did live (§8.3 #20, §8.12 #70), a divergence there.
       const refused = toolCallRefusal(call);
-      if (refused) throw this._diverge(rec.seq, `tool call mismatch: the harness issued ${call.tool} with a call the host refuses (${refused.detail}) where the journal records seq ${rec.seq}`);
+      if (refused)
+        throw this._diverge(
+          rec.seq,
+          `tool call mismatch: the harness issued ${call.tool} with a call the host refuses (${refused.detail}) where the journal records seq ${rec.seq}`,
+        );
       const recorded = this._expect(rec, EventKind.EVENT_TOOL_CALL, `a tool call (${call.tool})`);
       if (recorded.body.case !== "tool" || toolCallIdentity(recorded.body.value) !== toolCallIdentity(call)) {
         throw this._diverge(rec.seq, `tool call mismatch: the harness issued ${call.tool} with a different id, arguments, key or mediation than it did live`);

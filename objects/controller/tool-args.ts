@@ -14,9 +14,13 @@ const MAX_SAFE = 2 ** 53;
 /** Why the host refuses to record this call, or undefined when it may. */
 export function toolCallRefusal(call: ToolCall): { kind: "unmediated" | "missing_key" | "invalid_args"; detail: string } | undefined {
   if (call.mediation !== Mediation.CONTROLLER_MEDIATED && call.mediation !== Mediation.REQUIRES_APPROVAL) {
-    return { kind: "unmediated", detail: `tool call ${call.tool || "(unnamed)"} is not host-mediated (mediation ${Mediation[call.mediation] ?? call.mediation}): report in-harness results with report()` };
+    return {
+      kind: "unmediated",
+      detail: `tool call ${call.tool || "(unnamed)"} is not host-mediated (mediation ${Mediation[call.mediation] ?? call.mediation}): report in-harness results with report()`,
+    };
   }
-  if (call.idempotencyKey === "") return { kind: "missing_key", detail: `tool call ${call.tool || "(unnamed)"} has no idempotency key, which host-executed calls require` };
+  if (call.idempotencyKey === "")
+    return { kind: "missing_key", detail: `tool call ${call.tool || "(unnamed)"} has no idempotency key, which host-executed calls require` };
   const bad = call.args === undefined ? undefined : argsProblem(call.args, 1);
   if (bad) return { kind: "invalid_args", detail: `tool call ${call.tool || "(unnamed)"} has arguments that are not plain JSON: ${bad}` };
   return undefined;

@@ -17,12 +17,7 @@ import {
   type ToolCall,
   type ToolResult,
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import {
-  ApprovalParkedError,
-  MissingToolExecutorError,
-  ToolCallRefusedError,
-  ToolExecutionError,
-} from "./errors.js";
+import { ApprovalParkedError, MissingToolExecutorError, ToolCallRefusedError, ToolExecutionError } from "./errors.js";
 import { toolCallRefusal } from "./tool-args.js";
 import type { ToolExecutor } from "./tools.js";
 import type { TurnWriter } from "./turn-writer.js";
@@ -76,7 +71,10 @@ export function refuseBeforeIntent(ctx: ToolContext, call: ToolCall): ToolCallRe
     return new ToolCallRefusedError("approval_unavailable", `tool ${call.tool} requires approval, which needs a STATELESS_REPLAY harness`);
   }
   if (call.id === "" || ctx.knownCallIds.has(call.id)) {
-    return new ToolCallRefusedError("invalid_approval_call", `an approval-gated call needs an id not used earlier in the execution (got ${JSON.stringify(call.id)})`);
+    return new ToolCallRefusedError(
+      "invalid_approval_call",
+      `an approval-gated call needs an id not used earlier in the execution (got ${JSON.stringify(call.id)})`,
+    );
   }
   return undefined;
 }

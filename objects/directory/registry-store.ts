@@ -111,8 +111,7 @@ export type RegisterResult =
 
 export type RetireResult =
   /** `changed` is false when it was already retired (the first retire's time and reason stay). */
-  | { ok: true; changed: boolean; record: HarnessRecord }
-  | { ok: false; reason: "not_found" };
+  { ok: true; changed: boolean; record: HarnessRecord } | { ok: false; reason: "not_found" };
 
 export class RegistryStore {
   constructor(

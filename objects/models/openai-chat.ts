@@ -108,9 +108,7 @@ function paramValue(v: string): unknown {
 function chatMessages(m: Message): ChatMessage[] {
   if (m.role === "tool") {
     return m.parts.flatMap((p) =>
-      p.part.case === "toolResult"
-        ? [{ role: "tool" as const, tool_call_id: p.part.value.id, content: toolResultText(p.part.value) }]
-        : [],
+      p.part.case === "toolResult" ? [{ role: "tool" as const, tool_call_id: p.part.value.id, content: toolResultText(p.part.value) }] : [],
     );
   }
   if (m.role === "assistant") {
@@ -167,7 +165,13 @@ async function readStreamed(res: Response, opts: InvokeOptions): Promise<ChatCom
   for await (const data of readSse(res, opts.signal)) {
     if (data === "[DONE]") break;
     let chunk: {
-      choices?: { delta?: { content?: string | null; reasoning_content?: string; tool_calls?: (Partial<ChatToolCall> & { index?: number; function?: { name?: string; arguments?: string } })[] } }[];
+      choices?: {
+        delta?: {
+          content?: string | null;
+          reasoning_content?: string;
+          tool_calls?: (Partial<ChatToolCall> & { index?: number; function?: { name?: string; arguments?: string } })[];
+        };
+      }[];
       usage?: ChatCompletion["usage"];
     };
     try {
@@ -202,7 +206,10 @@ function responseOf(c: ChatCompletion, model: string): ModelResponse {
   if (!msg) throw new ModelProviderError("model provider answered without a choice");
   const parts: Part["part"][] = [];
   if (msg.reasoning_content) {
-    parts.push({ case: "reasoning", value: { provider: "openai-compatible", modelId: model, summary: [{ part: { case: "text", value: { text: msg.reasoning_content } } }] } as never });
+    parts.push({
+      case: "reasoning",
+      value: { provider: "openai-compatible", modelId: model, summary: [{ part: { case: "text", value: { text: msg.reasoning_content } } }] } as never,
+    });
   }
   if (msg.content) parts.push({ case: "text", value: { text: msg.content } } as never);
   for (const tc of msg.tool_calls ?? []) {

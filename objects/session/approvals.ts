@@ -51,14 +51,23 @@ export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Se
   const inputs = checkInputs(latest);
   if (!inputs.ok) return failure("invalid_log", `the journal cannot carry a decision as it stands: ${inputs.detail}`);
   const request = latest.effects.find(
-    (e) => e.seq === d.requestSeq && e.event.kind === EventKind.EVENT_APPROVAL_REQUEST && e.event.body.case === "approval" && e.event.body.value.toolCallId === d.toolCallId,
+    (e) =>
+      e.seq === d.requestSeq &&
+      e.event.kind === EventKind.EVENT_APPROVAL_REQUEST &&
+      e.event.body.case === "approval" &&
+      e.event.body.value.toolCallId === d.toolCallId,
   );
   if (!request) return invalid(`there is no approval request for tool call ${d.toolCallId} at seq ${d.requestSeq} in execution ${d.executionId}`);
   const meta = s.meta.load()!;
   if (meta.statics.parentUid && d.requestSeq <= meta.statics.forkSeq) {
     return invalid(`the request at seq ${d.requestSeq} was inherited from the fork parent ${meta.statics.parentUid}; decide it there, or Exec a new turn here`);
   }
-  if (latest.endState !== undefined || latest.effects.some((e) => e.event.kind === EventKind.EVENT_TOOL_RESULT && e.event.body.case === "result" && e.event.body.value.approvalRequestSeq === d.requestSeq)) {
+  if (
+    latest.endState !== undefined ||
+    latest.effects.some(
+      (e) => e.event.kind === EventKind.EVENT_TOOL_RESULT && e.event.body.case === "result" && e.event.body.value.approvalRequestSeq === d.requestSeq,
+    )
+  ) {
     return invalid(`the request at seq ${d.requestSeq} is already resolved`);
   }
   const actor = d.identity && (d.identity.principal || d.identity.issuer || d.identity.subject) ? d.identity : undefined;
@@ -128,7 +137,9 @@ function deadlineDecisionAwaitingReceipt(events: LoggedEvent[]): boolean {
 
 function isDecisionFor(e: LoggedEvent, toolCallId: string, requestSeq: bigint): boolean {
   const b = e.event.body;
-  return e.event.kind === EventKind.EVENT_APPROVAL_RESULT && b.case === "approvalResult" && b.value.toolCallId === toolCallId && b.value.requestSeq === requestSeq;
+  return (
+    e.event.kind === EventKind.EVENT_APPROVAL_RESULT && b.case === "approvalResult" && b.value.toolCallId === toolCallId && b.value.requestSeq === requestSeq
+  );
 }
 
 /** Same approved, reason and identity; an omitted identity equals an all-empty one. */
@@ -137,7 +148,11 @@ function sameDecision(ev: Event, d: Decision): boolean {
   const v = ev.body.value;
   const a = ev.actor ?? create(IdentityRefSchema);
   const b = d.identity ?? create(IdentityRefSchema);
-  return v.approved === d.approved && v.reason === d.reason && equals(IdentityRefSchema, a, create(IdentityRefSchema, { principal: b.principal, issuer: b.issuer, subject: b.subject }));
+  return (
+    v.approved === d.approved &&
+    v.reason === d.reason &&
+    equals(IdentityRefSchema, a, create(IdentityRefSchema, { principal: b.principal, issuer: b.issuer, subject: b.subject }))
+  );
 }
 
 function recordAt(s: SessionState, seq: bigint): StoredRecord {

@@ -36,10 +36,7 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
       return undefined;
     case "invalid":
       return o.incomplete
-        ? failure(
-            "incomplete_invocation",
-            `${o.detail}. Nothing was recovered: Exec again with all of the turn's inputs to run it as a new turn`,
-          )
+        ? failure("incomplete_invocation", `${o.detail}. Nothing was recovered: Exec again with all of the turn's inputs to run it as a new turn`)
         : failure("invalid_log", `the journal cannot be recovered as it stands: ${o.detail}`);
     case "mismatch":
       return failure("harness_mismatch", `${o.detail}; serve that harness (and version) again, or Exec a new turn`);
@@ -62,10 +59,7 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
 export function refusalFailure(r: AppendRefusal): Failure {
   switch (r.reason) {
     case "conflict":
-      return failure(
-        "cas_conflict",
-        `${describeRefusal(r)}; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`,
-      );
+      return failure("cas_conflict", `${describeRefusal(r)}; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`);
     case "fenced":
       return failure("fenced", `${describeRefusal(r)}; a newer placement owns the session: retry`);
     case "too_large":

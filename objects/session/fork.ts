@@ -33,7 +33,8 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   if (!s.exists()) return notFound();
   const head = s.journal.head().seq;
   const at = atSeq <= 0n ? head : atSeq;
-  if (at > head) return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
+  if (at > head)
+    return failure("invalid_request", `at_seq ${atSeq} is past the session's head ${head}: fork at a seq between 1 and ${head}, or 0 for the head`);
   const name = s.meta.load()!.statics.harness;
   const served = await s.served(name);
   if (!served) return failure("harness_mismatch", `the session's harness "${name}" is not served here, so its children could not run`);
@@ -55,7 +56,9 @@ async function memoryForkRefusal(s: SessionState, name: string, served: ServedHa
   const runtime = served.runtime ?? s.runtime;
   const descriptor = await (served.runtime
     ? served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS))
-    : s.describer()(name).then((d) => d?.descriptor)
+    : s
+        .describer()(name)
+        .then((d) => d?.descriptor)
   ).catch(() => undefined);
   if (!descriptor) return undefined;
   const refused = s.canPlace({ name, harness: served.harness, descriptor }, runtime);
@@ -89,7 +92,8 @@ export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true
 /** Seals the child: inherited projections, then LIFECYCLE(FORK) under the child's own fence. */
 export function forkFinish(s: SessionState, atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
   if (!s.exists()) return notFound();
-  if (s.journal.head().seq !== atSeq) return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
+  if (s.journal.head().seq !== atSeq)
+    return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
   const now = s.d.now();
   s.d.db.transaction(() => s.meta.setStates(states, now));
   s.meta.committed(states, now);

@@ -30,7 +30,10 @@ export async function suspendSession(s: SessionState): Promise<Outcome<Session>>
     try {
       ref = await runtime.snapshot(inc, "EXTERNAL");
     } catch (e) {
-      return failure("internal", `the ${runtime.name} runtime could not snapshot the session (${e instanceof Error ? e.message : "error"}); nothing was journaled`);
+      return failure(
+        "internal",
+        `the ${runtime.name} runtime could not snapshot the session (${e instanceof Error ? e.message : "error"}); nothing was journaled`,
+      );
     }
     if (runtime !== s.runtime) s.meta.setPlacement(ComputeState.COMPUTE_COLD);
     const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, {

@@ -107,23 +107,23 @@ export class MetaStore {
   }
 
   insert(meta: SessionMeta): void {
-    this._db.query(
-      stmts.insert,
-      meta.tenant,
-      meta.uid,
-      toBinary(SessionSchema, meta.statics),
-      meta.createMs,
-      meta.updateMs,
-      meta.computeState,
-      meta.execState,
-    );
+    this._db.query(stmts.insert, meta.tenant, meta.uid, toBinary(SessionSchema, meta.statics), meta.createMs, meta.updateMs, meta.computeState, meta.execState);
     this._meta = meta;
   }
 
   /** Writes the projections; call inside the append transaction, then `committed` after it. */
   setStates(s: States, updateMs: number): void {
     const p = s.pending;
-    this._db.query(stmts.states, s.computeState, s.execState, p?.executionId ?? null, p?.toolCallId ?? null, p ? Number(p.requestSeq) : null, p ? 1 : null, updateMs);
+    this._db.query(
+      stmts.states,
+      s.computeState,
+      s.execState,
+      p?.executionId ?? null,
+      p?.toolCallId ?? null,
+      p ? Number(p.requestSeq) : null,
+      p ? 1 : null,
+      updateMs,
+    );
   }
 
   committed(s: States, updateMs: number): void {

@@ -207,7 +207,9 @@ export class SessionState {
     let descriptor;
     try {
       // A runtime backend describes a harness it hosts without starting it.
-      descriptor = served.runtime ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS)) : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
+      descriptor = served.runtime
+        ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS))
+        : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
     } catch (e) {
       // A backend or harness that answered Describe with a terminal error (runtimes/http keeps the
       // backend's code, the retryable ones arriving as UNAVAILABLE; runtimes/tunnel gives a tunnel
@@ -245,7 +247,8 @@ export class SessionState {
     const rt = served.runtime;
     if (!rt) return success(true);
     const startedMs = this.d.now();
-    const line = (decision: PlacementLine["decision"], harnessId?: string) => this.logPlacement({ op: "recheck", decision, harness: name, harnessId, runtime: rt.name, startedMs });
+    const line = (decision: PlacementLine["decision"], harnessId?: string) =>
+      this.logPlacement({ op: "recheck", decision, harness: name, harnessId, runtime: rt.name, startedMs });
     const live = await describe(name).catch((e: unknown) => {
       if (e instanceof HarnessDescribeError) return e;
       throw e;
@@ -253,16 +256,24 @@ export class SessionState {
     if (!live || live instanceof HarnessDescribeError) {
       line("unavailable");
       const cause = live?.cause instanceof Error ? live.cause.message : "it is not served there";
-      return failure("harness_unavailable", `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection (${cause}); nothing was written, retry`);
+      return failure(
+        "harness_unavailable",
+        `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection (${cause}); nothing was written, retry`,
+      );
     }
     const id = live.descriptor.id;
     if (served.expectId && id !== served.expectId) {
       line("mismatch", id);
-      return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but the placed harness describes itself as "${id}"; nothing was written`);
+      return failure(
+        "harness_mismatch",
+        `harness "${name}" is registered for descriptor id "${served.expectId}" but the placed harness describes itself as "${id}"; nothing was written`,
+      );
     }
     const refused = this.canPlace(live, rt);
     line(refused ? "refused" : "admitted", id);
-    return refused ? failure("unplaceable", `${refused} (as the placed harness describes itself; its backend's Describe said otherwise); nothing was written`) : success(true);
+    return refused
+      ? failure("unplaceable", `${refused} (as the placed harness describes itself; its backend's Describe said otherwise); nothing was written`)
+      : success(true);
   }
 
   /** One structured line per placement decision; refusals are INFO (the caller's problem, not ours). */
@@ -312,7 +323,10 @@ export class SessionState {
       }
     } catch (e) {
       line("unavailable");
-      return failure("harness_unavailable", `the ${rt.name} runtime could not place harness "${name}": ${e instanceof Error ? e.message : "error"}; nothing was written, retry`);
+      return failure(
+        "harness_unavailable",
+        `the ${rt.name} runtime could not place harness "${name}": ${e instanceof Error ? e.message : "error"}; nothing was written, retry`,
+      );
     }
     line("placed");
     this.meta.setPlacement(ComputeState.COMPUTE_LIVE);
@@ -375,7 +389,10 @@ export class SessionState {
     const r = this.journal.append(events, {
       ...opts,
       project: (records: readonly AppendedRecord[]) => {
-        after = projectRecords(before, records.map((x) => ({ seq: x.seq, event: x.decoded })));
+        after = projectRecords(
+          before,
+          records.map((x) => ({ seq: x.seq, event: x.decoded })),
+        );
         // Only a change of state costs a write; most records change nothing.
         if (!sameStates(after, before)) this.meta.setStates(after, now);
       },
@@ -423,7 +440,7 @@ export class SessionState {
 
 async function describeWithin(h: NonNullable<ReturnType<HarnessResolver["get"]>>, ms: number) {
   const ac = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined ;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
       Promise.resolve(h.describe(ac.signal)),

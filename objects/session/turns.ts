@@ -4,7 +4,15 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { ComputeState, ExecState, ExecUpdateSchema, SnapshotRefSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import {
+  ComputeState,
+  ExecState,
+  ExecUpdateSchema,
+  SnapshotRefSchema,
+  type ExecRequest,
+  type ExecUpdate,
+  type Session,
+} from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
 import { Code } from "@connectrpc/connect";
@@ -36,7 +44,10 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
   const served = await s.served(name);
   if (!served) return failure("unknown_harness", unknownHarnessMessage(name, s.harnesses));
   if (name !== own && (served.registered || (await s.served(own))?.registered)) {
-    return failure("harness_pinned", `this session is pinned to harness "${own}": a registered harness cannot be swapped per turn (override onto or off it); start a new session instead`);
+    return failure(
+      "harness_pinned",
+      `this session is pinned to harness "${own}": a registered harness cannot be swapped per turn (override onto or off it); start a new session instead`,
+    );
   }
   const meta = s.meta.load()!;
   // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
@@ -105,7 +116,14 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
       const ref = ownSuspendRef(s);
       await (ref ? s.runtime.restore(ref, spec) : s.runtime.create(spec));
     }
-    const outcome = await recover(s, live, () => (fence = s.journal.mintFence()), () => undefined, undefined, { describe, runtime: served?.runtime });
+    const outcome = await recover(
+      s,
+      live,
+      () => (fence = s.journal.mintFence()),
+      () => undefined,
+      undefined,
+      { describe, runtime: served?.runtime },
+    );
     if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
       // The recovered turn reached a new gate: it is parked again, and cold.
       const parked = await parkCompute(s);
@@ -229,11 +247,21 @@ async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<F
   try {
     ref = await runtime.snapshot({ id: s.uid, worker: "", address: "", runtime: runtime.name, fence: s.journal.fence() }, "EXTERNAL");
   } catch (e) {
-    return failure("internal", `the turn parked on its approval, but the ${runtime.name} runtime could not snapshot it (${e instanceof Error ? e.message : "error"}): Suspend to retry`);
+    return failure(
+      "internal",
+      `the turn parked on its approval, but the ${runtime.name} runtime could not snapshot it (${e instanceof Error ? e.message : "error"}): Suspend to retry`,
+    );
   }
   if (runtime !== s.runtime) s.meta.setPlacement(ComputeState.COMPUTE_COLD);
   const r = s.append(
-    [lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, { snapshotLocal: ref.local, snapshotExternalUri: ref.externalUri, snapshotMemory: ref.memory, snapshotSealed: ref.sealed })],
+    [
+      lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND, {
+        snapshotLocal: ref.local,
+        snapshotExternalUri: ref.externalUri,
+        snapshotMemory: ref.memory,
+        snapshotSealed: ref.sealed,
+      }),
+    ],
     { fence: 0n, mintFence: true },
   );
   if (!r.ok) return refusalFailure(r);
@@ -268,7 +296,10 @@ function recover(
   const runtime = o.runtime ?? s.runtime;
   const events = s.loggedEvents();
   if (executorMissingForGate(s, events)) {
-    return Promise.resolve({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true } });
+    return Promise.resolve({
+      kind: "redriven",
+      outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true },
+    });
   }
   const parsed = parseExecutions(events);
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
@@ -279,7 +310,8 @@ function recover(
     mintFence,
     place: (h) => {
       const refused = s.canPlace(h, runtime);
-      if (refused) s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: runtime.name, startedMs: s.d.now() });
+      if (refused)
+        s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: runtime.name, startedMs: s.d.now() });
       return refused;
     },
     describe: o.describe ?? s.describer(),

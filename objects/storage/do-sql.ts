@@ -25,9 +25,7 @@ export function sqlDbFromStorage(storage: DurableObjectStorage): SqlDb {
 
 function toBinding(v: SqlValue): string | number | null | ArrayBuffer {
   if (v instanceof Uint8Array) {
-    return v.byteOffset === 0 && v.byteLength === v.buffer.byteLength
-      ? (v.buffer as ArrayBuffer)
-      : (v.slice().buffer as ArrayBuffer);
+    return v.byteOffset === 0 && v.byteLength === v.buffer.byteLength ? (v.buffer as ArrayBuffer) : (v.slice().buffer as ArrayBuffer);
   }
   return v;
 }

@@ -76,7 +76,8 @@ export function createHttpExecutor(cfg: HttpExecutorConfig): ToolExecutor {
       } catch {
         throw new ToolExecutionError(`tool executor answered ${req.call.tool} with a body that is not JSON`);
       }
-      if (!isAnswer(answer)) throw new ToolExecutionError(`tool executor answered ${req.call.tool} with JSON that is not a {output, content, is_error, error} object`);
+      if (!isAnswer(answer))
+        throw new ToolExecutionError(`tool executor answered ${req.call.tool} with JSON that is not a {output, content, is_error, error} object`);
       return receiptOf(req, answer);
     },
   };
@@ -89,7 +90,12 @@ function isAnswer(v: unknown): v is ExecutorAnswer {
 }
 
 function receiptOf(req: ToolRequest, a: ExecutorAnswer): ToolResult {
-  const output = a.output !== undefined && a.output !== null && typeof a.output === "object" && !Array.isArray(a.output) ? (a.output as JsonObject) : a.output === undefined ? undefined : { value: a.output as never };
+  const output =
+    a.output !== undefined && a.output !== null && typeof a.output === "object" && !Array.isArray(a.output)
+      ? (a.output as JsonObject)
+      : a.output === undefined
+        ? undefined
+        : { value: a.output as never };
   const content: Part[] = (typeof a.content === "string" ? [{ text: a.content }] : (a.content ?? [])).map((c) =>
     create(PartSchema, { part: { case: "text", value: { text: String(c.text ?? "") } } }),
   );

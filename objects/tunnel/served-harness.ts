@@ -14,7 +14,12 @@ import type { PlacingRuntime } from "../session/session-state.js";
 import { resolveTunnelHarness, tunnelHarness } from "./tunnel-channel.js";
 import { TUNNEL_PATH_FOR_DIALBACK } from "./tunnel-paths.js";
 
-export async function resolveRemoteHarness(env: Env, name: string, session: { tenant: string; uid: string }, inbox: StreamInbox): Promise<ServedHarness | undefined> {
+export async function resolveRemoteHarness(
+  env: Env,
+  name: string,
+  session: { tenant: string; uid: string },
+  inbox: StreamInbox,
+): Promise<ServedHarness | undefined> {
   const reg = await directoryStub(env, session.tenant).lookupHarness(name);
   if (!reg) {
     const harness = await resolveTunnelHarness(env, name, session, inbox);

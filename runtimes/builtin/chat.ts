@@ -82,7 +82,12 @@ export function createChatHarness(opts: { models?: string[] } = {}): Harness {
 }
 
 /** One of the model's tool calls, at the tool's declared tier; unknown tools answer an error to the model. */
-async function callTool(start: HarnessStart, sink: EventSink, call: { id: string; tool: string; args?: JsonObject }, tool: ChatTool | undefined): Promise<ToolResult> {
+async function callTool(
+  start: HarnessStart,
+  sink: EventSink,
+  call: { id: string; tool: string; args?: JsonObject },
+  tool: ChatTool | undefined,
+): Promise<ToolResult> {
   if (!tool) {
     return create(ToolResultSchema, {
       id: call.id,
@@ -120,13 +125,14 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
   try {
     v = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
   } catch {
-    throw new Error("chat config must be a JSON object, e.g. {\"system_prompt\": \"…\"}");
+    throw new Error('chat config must be a JSON object, e.g. {"system_prompt": "…"}');
   }
   if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error("chat config must be a JSON object");
   const c = v as Record<string, unknown>;
   if (c.system_prompt !== undefined && typeof c.system_prompt !== "string") throw new Error("chat config system_prompt must be a string");
   if (c.model !== undefined && typeof c.model !== "string") throw new Error("chat config model must be a string");
-  if (c.max_steps !== undefined && !(Number.isInteger(c.max_steps) && (c.max_steps as number) >= 1)) throw new Error("chat config max_steps must be a positive integer");
+  if (c.max_steps !== undefined && !(Number.isInteger(c.max_steps) && (c.max_steps as number) >= 1))
+    throw new Error("chat config max_steps must be a positive integer");
   if (c.tools !== undefined) {
     if (!Array.isArray(c.tools)) throw new Error("chat config tools must be a list");
     for (const t of c.tools as unknown[]) {
@@ -141,7 +147,8 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
       if (tool.description !== undefined && typeof tool.description !== "string") throw new Error(`chat tool ${tool.name}: description must be a string`);
       // Otherwise "abc" or -5 would silently mean "no deadline" on an approval gate.
       const secs = tool.approval_timeout_seconds;
-      if (secs !== undefined && !(typeof secs === "number" && Number.isFinite(secs) && secs >= 0)) throw new Error(`chat tool ${tool.name}: approval_timeout_seconds must be a number of seconds`);
+      if (secs !== undefined && !(typeof secs === "number" && Number.isFinite(secs) && secs >= 0))
+        throw new Error(`chat tool ${tool.name}: approval_timeout_seconds must be a number of seconds`);
     }
   }
   return c as ChatConfig;
@@ -162,7 +169,8 @@ export function conversation(start: HarnessStart, config: ChatConfig): Message[]
 function conversational(ev: Event, openCalls: Map<string, string>): Message[] {
   if ((ev.kind === EventKind.EVENT_INPUT || ev.kind === EventKind.EVENT_OUTPUT) && ev.body.case === "message") {
     const out = unanswered(openCalls);
-    if (ev.kind === EventKind.EVENT_OUTPUT) for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.set(p.part.value.id, p.part.value.tool);
+    if (ev.kind === EventKind.EVENT_OUTPUT)
+      for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.set(p.part.value.id, p.part.value.tool);
     out.push(ev.body.value);
     return out;
   }
@@ -180,7 +188,14 @@ function conversational(ev: Event, openCalls: Map<string, string>): Message[] {
  */
 function unanswered(openCalls: Map<string, string>): Message[] {
   const out = [...openCalls].map(([id, tool]) =>
-    toolMessage(create(ToolResultSchema, { id, isError: true, error: `no result was recorded for this call of ${tool}`, content: [{ part: { case: "text", value: { text: `The call of ${tool} has no result.` } } }] })),
+    toolMessage(
+      create(ToolResultSchema, {
+        id,
+        isError: true,
+        error: `no result was recorded for this call of ${tool}`,
+        content: [{ part: { case: "text", value: { text: `The call of ${tool} has no result.` } } }],
+      }),
+    ),
   );
   openCalls.clear();
   return out;

@@ -22,14 +22,7 @@ import { RuntimeCapabilitiesSchema, type RuntimeCapabilities } from "../../proto
 import type { Incarnation, Runtime } from "../runtime-spi.js";
 import { badAnswerError, httpRuntimeError } from "./http-runtime-error.js";
 import { createRuntimeFetch } from "./runtime-fetch.js";
-import {
-  computeStateFromWire,
-  dialbackToWire,
-  incarnationFromWire,
-  incarnationToWire,
-  sessionSpecToWire,
-  snapshotKindToWire,
-} from "./runtime-wire.js";
+import { computeStateFromWire, dialbackToWire, incarnationFromWire, incarnationToWire, sessionSpecToWire, snapshotKindToWire } from "./runtime-wire.js";
 
 export interface HttpRuntimeOptions {
   /** The backend's base URL (the Runtime service is served under it), e.g. http://127.0.0.1:9400 */
@@ -110,8 +103,7 @@ export function createHttpRuntime(o: HttpRuntimeOptions): HttpRuntime {
       return placed("Create", spec.sessionUid, w);
     },
 
-    snapshot: (inc, kind) =>
-      call("Snapshot", () => client.snapshot({ incarnation: incarnationToWire(inc), kind: snapshotKindToWire(kind) }, { timeoutMs })),
+    snapshot: (inc, kind) => call("Snapshot", () => client.snapshot({ incarnation: incarnationToWire(inc), kind: snapshotKindToWire(kind) }, { timeoutMs })),
 
     async restore(ref, spec) {
       const w = await call("Restore", () => client.restore({ ref, spec: sessionSpecToWire(spec), dialback: dialbackToWire(spec) }, { timeoutMs }));

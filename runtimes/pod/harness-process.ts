@@ -70,7 +70,10 @@ export class HarnessProcess {
       else this._ended = { reason: m.reason, code: m.code };
       this._wake();
     });
-    for (const [stream, readable] of [["stdout", child.stdout], ["stderr", child.stderr]] as const) {
+    for (const [stream, readable] of [
+      ["stdout", child.stdout],
+      ["stderr", child.stderr],
+    ] as const) {
       if (!readable) continue;
       createInterface({ input: readable, crlfDelay: Infinity }).on("line", (line) =>
         o.log({ level: "info", msg: "incarnation output", session: o.sessionUid, pid: this.pid, stream, line: line.slice(0, MAX_LINE) }),

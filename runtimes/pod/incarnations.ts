@@ -119,7 +119,9 @@ export class IncarnationPool {
     const e = this._entries.get(uid);
     if (!e) return ComputeState.COMPUTE_NONE;
     if ((e.phase === "live" || e.phase === "warm") && !e.proc?.alive) return ComputeState.COMPUTE_NONE;
-    return { live: ComputeState.COMPUTE_LIVE, warm: ComputeState.COMPUTE_WARM, cold: ComputeState.COMPUTE_COLD, terminated: ComputeState.COMPUTE_TERMINATED }[e.phase];
+    return { live: ComputeState.COMPUTE_LIVE, warm: ComputeState.COMPUTE_WARM, cold: ComputeState.COMPUTE_COLD, terminated: ComputeState.COMPUTE_TERMINATED }[
+      e.phase
+    ];
   }
 
   /** The harness a session was placed with here, if any (Fork places the child with the parent's). */
@@ -158,7 +160,8 @@ export class IncarnationPool {
   private async _spawn(uid: string, harness: string, dialback: Dialback | undefined, previous: Entry | undefined): Promise<Placed> {
     if (this._closed) throw new ConnectError("the pod is shutting down", Code.Unavailable);
     const m = this._o.modules.get(harness);
-    if (!m) throw new ConnectError(`harness ${JSON.stringify(harness)} is not hosted here (hosted: ${[...this._o.modules.keys()].sort().join(", ")})`, Code.NotFound);
+    if (!m)
+      throw new ConnectError(`harness ${JSON.stringify(harness)} is not hosted here (hosted: ${[...this._o.modules.keys()].sort().join(", ")})`, Code.NotFound);
     const db = checkDialback(dialback);
     const proc = new HarnessProcess({ sessionUid: uid, modulePath: m.path, name: tunnelName(db.tunnelUrl, harness), dialback: db, log: this._o.log });
     const entry: Entry = { uid, harness, phase: "live", proc };

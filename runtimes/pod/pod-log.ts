@@ -50,8 +50,7 @@ function subjectOf(message: unknown): { session?: string; harness?: string } {
     ref?: { local?: string };
     childSessionUid?: unknown;
   };
-  const session =
-    (typeof m.childSessionUid === "string" && m.childSessionUid) || m.spec?.sessionUid || m.incarnation?.id || m.ref?.local || undefined;
+  const session = (typeof m.childSessionUid === "string" && m.childSessionUid) || m.spec?.sessionUid || m.incarnation?.id || m.ref?.local || undefined;
   const harness = (typeof m.harness === "string" && m.harness) || m.spec?.harness || undefined;
   return { ...(session ? { session } : {}), ...(harness ? { harness } : {}) };
 }

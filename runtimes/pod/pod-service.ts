@@ -27,11 +27,18 @@ export function createPodService(modules: HarnessModules, pool: IncarnationPool)
   return {
     async describe(req, ctx) {
       const m = modules.get(req.harness);
-      if (!m) throw new ConnectError(`harness ${JSON.stringify(req.harness)} is not hosted here (hosted: ${[...modules.keys()].sort().join(", ")})`, Code.NotFound);
+      if (!m)
+        throw new ConnectError(`harness ${JSON.stringify(req.harness)} is not hosted here (hosted: ${[...modules.keys()].sort().join(", ")})`, Code.NotFound);
       try {
         return await m.harness.describe(ctx.signal);
       } catch (e) {
-        throw new ConnectError(`harness ${req.harness}: describe failed: ${e instanceof Error ? e.message : String(e)}`, Code.Internal, undefined, undefined, e);
+        throw new ConnectError(
+          `harness ${req.harness}: describe failed: ${e instanceof Error ? e.message : String(e)}`,
+          Code.Internal,
+          undefined,
+          undefined,
+          e,
+        );
       }
     },
 

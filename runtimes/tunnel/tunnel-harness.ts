@@ -81,11 +81,7 @@ export function createTunnelHarness(o: {
   };
 }
 
-async function runStream(
-  o: Parameters<typeof createTunnelHarness>[0],
-  start: HarnessStart,
-  sink: EventSink,
-): Promise<void> {
+async function runStream(o: Parameters<typeof createTunnelHarness>[0], start: HarnessStart, sink: EventSink): Promise<void> {
   const stream = randomHex(12);
   const inbox = o.inbox.register(stream);
   let open = false;
@@ -206,7 +202,13 @@ async function handle(
 async function expectParked(d: Delivery, ref: ParkRef): Promise<void> {
   if ("closed" in d) throw new TunnelHarnessError(`the harness ${d.closed}`);
   const p = d.event.body.case === "parked" ? d.event.body.value : undefined;
-  if (d.event.kind !== EventKind.EVENT_PARKED || !p || p.executionId !== ref.executionId || p.toolCallId !== ref.toolCallId || p.requestSeq !== ref.requestSeq) {
+  if (
+    d.event.kind !== EventKind.EVENT_PARKED ||
+    !p ||
+    p.executionId !== ref.executionId ||
+    p.toolCallId !== ref.toolCallId ||
+    p.requestSeq !== ref.requestSeq
+  ) {
     throw new TunnelHarnessError("the harness acknowledged the park with a different approval (or not at all): protocol error");
   }
 }

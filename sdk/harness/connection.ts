@@ -11,13 +11,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import WebSocket from "ws";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import {
-  HarnessMessageSchema,
-  HostMessageSchema,
-  type HostMessage,
-  type StreamFrame,
-  type Welcome,
-} from "../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
+import { HarnessMessageSchema, HostMessageSchema, type HostMessage, type StreamFrame, type Welcome } from "../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
 import { descriptionOf } from "./errors.js";
 import { TunnelStream } from "./stream.js";

@@ -17,8 +17,20 @@ export function createRemoteSink(stream: TunnelStream): EventSink {
     async model(req) {
       // A fresh correlation id per call; the host journals its own id and echoes ours back.
       const id = randomHex(8);
-      const call = create(ModelCallSchema, { model: req.model, params: req.params ?? {}, id, messages: req.messages, tools: req.tools ?? [], toolChoice: req.toolChoice });
-      const r = await stream.request<ModelResult>(EventKind.EVENT_MODEL_CALL, { case: "model", value: call }, (resolve, reject) => ({ kind: "model", id, resolve, reject }));
+      const call = create(ModelCallSchema, {
+        model: req.model,
+        params: req.params ?? {},
+        id,
+        messages: req.messages,
+        tools: req.tools ?? [],
+        toolChoice: req.toolChoice,
+      });
+      const r = await stream.request<ModelResult>(EventKind.EVENT_MODEL_CALL, { case: "model", value: call }, (resolve, reject) => ({
+        kind: "model",
+        id,
+        resolve,
+        reject,
+      }));
       return { message: r.message ?? create(MessageSchema, { role: "assistant" }), usage: r.usage };
     },
     output(text) {
@@ -27,7 +39,12 @@ export function createRemoteSink(stream: TunnelStream): EventSink {
     // ToolCallOptions.approvalTimeoutSeconds has no field on the wire (ToolCall carries none), so
     // behind the tunnel the host's default approval timeout applies.
     toolCall(call) {
-      return stream.request<ToolResult>(EventKind.EVENT_TOOL_CALL, { case: "tool", value: call }, (resolve, reject) => ({ kind: "tool", callId: call.id, resolve, reject }));
+      return stream.request<ToolResult>(EventKind.EVENT_TOOL_CALL, { case: "tool", value: call }, (resolve, reject) => ({
+        kind: "tool",
+        callId: call.id,
+        resolve,
+        reject,
+      }));
     },
     report(result) {
       return stream.emit(EventKind.EVENT_TOOL_RESULT, { case: "result", value: result });

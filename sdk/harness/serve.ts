@@ -37,7 +37,7 @@ export interface ServeOptions {
 
 export type ServeStatus =
   | { state: "connecting"; attempt: number }
-  | { state: "connected"; connectionId: string; /** Set for a runtime's one-time token: the only session served. */ session: string }
+  | { state: "connected"; connectionId: string /** Set for a runtime's one-time token: the only session served. */; session: string }
   | { state: "disconnected"; reason: string; retryInMs: number }
   | { state: "closed" }
   | { state: "failed"; error: ConnectError };

@@ -26,15 +26,7 @@ import {
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { ControllerFrame, ModelResult, Start } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
-import {
-  ApprovalParkedError,
-  canceledError,
-  connectionLostError,
-  descriptionOf,
-  protocolError,
-  sinkClosedError,
-  streamClosedError,
-} from "./errors.js";
+import { ApprovalParkedError, canceledError, connectionLostError, descriptionOf, protocolError, sinkClosedError, streamClosedError } from "./errors.js";
 import { createRemoteSink } from "./remote-sink.js";
 
 export interface StreamIo {
@@ -96,23 +88,29 @@ export class TunnelStream {
     switch (f.case) {
       case "model":
         if (p?.kind !== "model") return this._fail("the host sent a model result while no model call was outstanding");
-        if (f.value.modelCallId !== p.id) return this._fail(`the host answered model call ${JSON.stringify(f.value.modelCallId)}, but the outstanding call is ${JSON.stringify(p.id)}`);
+        if (f.value.modelCallId !== p.id)
+          return this._fail(`the host answered model call ${JSON.stringify(f.value.modelCallId)}, but the outstanding call is ${JSON.stringify(p.id)}`);
         this._pending = undefined;
         return p.resolve(f.value);
       case "tool":
         if (p?.kind !== "tool") return this._fail("the host sent a tool result while no tool call was outstanding");
-        if (f.value.id !== p.callId) return this._fail(`the host sent the result of tool call ${JSON.stringify(f.value.id)}, but the outstanding call is ${JSON.stringify(p.callId)}`);
+        if (f.value.id !== p.callId)
+          return this._fail(`the host sent the result of tool call ${JSON.stringify(f.value.id)}, but the outstanding call is ${JSON.stringify(p.callId)}`);
         if (!receiptFits(f.value, p.approval)) return this._fail(`the receipt of tool call ${JSON.stringify(p.callId)} does not match its approval`);
         this._pending = undefined;
         return p.resolve(f.value);
       case "approval":
         if (p?.kind !== "tool" || p.approval) return this._fail("the host sent an approval result while no tool call was waiting for one");
-        if (f.value.toolCallId !== p.callId) return this._fail(`the host sent the approval of tool call ${JSON.stringify(f.value.toolCallId)}, but the outstanding call is ${JSON.stringify(p.callId)}`);
+        if (f.value.toolCallId !== p.callId)
+          return this._fail(
+            `the host sent the approval of tool call ${JSON.stringify(f.value.toolCallId)}, but the outstanding call is ${JSON.stringify(p.callId)}`,
+          );
         p.approval = f.value;
         return;
       case "park":
         if (p?.kind !== "tool" || p.approval) return this._fail("the host parked the execution while no tool call was outstanding");
-        if (f.value.toolCallId !== p.callId) return this._fail(`the host parked on tool call ${JSON.stringify(f.value.toolCallId)}, but the outstanding call is ${JSON.stringify(p.callId)}`);
+        if (f.value.toolCallId !== p.callId)
+          return this._fail(`the host parked on tool call ${JSON.stringify(f.value.toolCallId)}, but the outstanding call is ${JSON.stringify(p.callId)}`);
         return this._park(f.value);
       case "cancel": {
         const err = canceledError(f.value.reason);
@@ -142,7 +140,11 @@ export class TunnelStream {
   }
 
   /** @internal A sink call the host answers (MODEL_CALL, TOOL_CALL); `pending` says which answer fits. */
-  request<T extends ModelResult | ToolResult>(kind: EventKind, body: Event["body"], pending: (resolve: (r: T) => void, reject: (e: Error) => void) => Pending): Promise<T> {
+  request<T extends ModelResult | ToolResult>(
+    kind: EventKind,
+    body: Event["body"],
+    pending: (resolve: (r: T) => void, reject: (e: Error) => void) => Pending,
+  ): Promise<T> {
     return this._op(
       () =>
         new Promise<T>((resolve, reject) => {

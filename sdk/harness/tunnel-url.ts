@@ -28,7 +28,8 @@ export function tunnelUrlFromBase(base: string, name: string): string {
   }
   const scheme = { "http:": "ws:", "https:": "wss:", "ws:": "ws:", "wss:": "wss:" }[u.protocol];
   if (!scheme) throw new ConnectError(`the host URL must be http(s) or ws(s), got ${u.protocol}`, Code.InvalidArgument);
-  if (!isHarnessName(name)) throw new ConnectError(`bad harness name ${JSON.stringify(name)}: lowercase letters, digits and -, at most 63`, Code.InvalidArgument);
+  if (!isHarnessName(name))
+    throw new ConnectError(`bad harness name ${JSON.stringify(name)}: lowercase letters, digits and -, at most 63`, Code.InvalidArgument);
   u.protocol = scheme;
   const path = u.pathname.replace(/\/+$/, "");
   u.pathname = path.endsWith(TUNNEL_PATH) ? path : path + TUNNEL_PATH;

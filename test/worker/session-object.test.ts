@@ -40,9 +40,9 @@ describe("SessionObject in workerd", () => {
     if (!start.ok) throw new Error(start.message);
     expect(await readAll(start.frames)).toBe(6);
     const rows = await runInDurableObject(stub, (_o: SessionObject, state) =>
-      state.storage.sql.exec<{ seq: number; prev_hash: string; hash: string; event: ArrayBuffer }>(
-        "SELECT seq, prev_hash, hash, event FROM events ORDER BY seq",
-      ).toArray(),
+      state.storage.sql
+        .exec<{ seq: number; prev_hash: string; hash: string; event: ArrayBuffer }>("SELECT seq, prev_hash, hash, event FROM events ORDER BY seq")
+        .toArray(),
     );
     expect(rows).toHaveLength(5);
     let prev = "";
@@ -106,7 +106,12 @@ describe("SessionObject in workerd", () => {
     try {
       const transport = createConnectTransport({
         baseUrl: "http://127.0.0.1",
-        fetch: (input, init) => SELF.fetch(input as RequestInfo, { ...init, redirect: "manual", headers: { ...Object.fromEntries(new Headers(init?.headers)), "x-request-id": "req-pool-155" } }),
+        fetch: (input, init) =>
+          SELF.fetch(input as RequestInfo, {
+            ...init,
+            redirect: "manual",
+            headers: { ...Object.fromEntries(new Headers(init?.headers)), "x-request-id": "req-pool-155" },
+          }),
       });
       const client = createClient(Sessions, transport);
       const s = await client.createSession({ session: { metadata: { name: "correlated" } } });
@@ -123,7 +128,7 @@ describe("SessionObject in workerd", () => {
     });
     const execLines = parsed.filter((l) => l.request_id === "req-pool-155" && (l.operation === "Exec" || l.msg === "placement"));
     expect(execLines.map((l) => l.msg).sort()).toEqual(expect.arrayContaining(["placement", "rpc"]));
-    expect(lines.join("\n")).not.toContain("\"hi\"");
+    expect(lines.join("\n")).not.toContain('"hi"');
   });
 
   it("delete: erases the object's storage and the Directory keeps a tombstone with the final head", async () => {
@@ -150,13 +155,18 @@ describe("SessionObject in workerd", () => {
     const uid = mintSessionUid();
     const stub = stubFor(uid);
     await stub.create("default", uid, toBinary(SessionSchema, create(SessionSchema, { harness: "tools" })));
-    const config = new TextEncoder().encode(JSON.stringify({ calls: [{ id: "g1", tool: "pay", mediation: "REQUIRES_APPROVAL", approval_timeout_seconds: 1 }] }));
+    const config = new TextEncoder().encode(
+      JSON.stringify({ calls: [{ id: "g1", tool: "pay", mediation: "REQUIRES_APPROVAL", approval_timeout_seconds: 1 }] }),
+    );
     const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [], config })));
     if (!start.ok) throw new Error(start.message);
     await readAll(start.frames);
     const kinds = () =>
       runInDurableObject(stub, (_o: SessionObject, state) =>
-        state.storage.sql.exec<{ event: ArrayBuffer }>("SELECT event FROM events ORDER BY seq").toArray().map((r) => fromBinary(EventSchema, new Uint8Array(r.event)).kind),
+        state.storage.sql
+          .exec<{ event: ArrayBuffer }>("SELECT event FROM events ORDER BY seq")
+          .toArray()
+          .map((r) => fromBinary(EventSchema, new Uint8Array(r.event)).kind),
       );
     expect(await kinds()).toEqual([12, 4, 6, 9]);
     expect(await runInDurableObject(stub, (_o: SessionObject, state) => state.storage.getAlarm())).not.toBeNull();

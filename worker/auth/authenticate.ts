@@ -67,7 +67,14 @@ export function createAuthenticator(env: AuthEnv): Authenticator {
           if (!r.ok) return refusal(Code.Unauthenticated, `the JWT was refused: ${r.reason}; get a fresh token from your identity provider`);
           const tenant = parseTenantId(r.identity.tenant);
           if (!tenant) return refusal(Code.Unauthenticated, "the JWT's tenant claim is not a valid tenant id");
-          const principal: Principal = { tenant, name: r.identity.principal, issuer: r.identity.issuer, subject: r.identity.subject, roles: rolesFrom(r.identity.roles), anonymous: false };
+          const principal: Principal = {
+            tenant,
+            name: r.identity.principal,
+            issuer: r.identity.issuer,
+            subject: r.identity.subject,
+            roles: rolesFrom(r.identity.roles),
+            anonymous: false,
+          };
           return { ok: true, principal };
         },
       };
@@ -75,7 +82,9 @@ export function createAuthenticator(env: AuthEnv): Authenticator {
     default:
       return misconfigured(
         mode,
-        mode ? `AUTH_MODE ${JSON.stringify(mode.slice(0, 20))} is not one of keys, jwt, none` : "AUTH_MODE is not set: set it to keys or jwt (none is for local development)",
+        mode
+          ? `AUTH_MODE ${JSON.stringify(mode.slice(0, 20))} is not one of keys, jwt, none`
+          : "AUTH_MODE is not set: set it to keys or jwt (none is for local development)",
       );
   }
 }

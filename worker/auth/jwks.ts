@@ -63,7 +63,7 @@ export function parseStaticKeys(raw: string): JwkKey[] | string {
     return "AUTH_JWT_JWKS is not valid JSON";
   }
   const keys = keysOf(doc);
-  if (!keys || keys.length === 0) return "AUTH_JWT_JWKS must be {\"keys\":[...]} or an array with at least one key";
+  if (!keys || keys.length === 0) return 'AUTH_JWT_JWKS must be {"keys":[...]} or an array with at least one key';
   for (const [i, k] of keys.entries()) {
     const problem = keyProblem(k, `AUTH_JWT_JWKS key ${i}`);
     if (problem) return problem;
@@ -83,7 +83,7 @@ export function parsePublishedKeys(text: string): JwkKey[] | string {
     return "the JWKS is not valid JSON";
   }
   const keys = keysOf(doc);
-  if (!keys) return "the JWKS is not {\"keys\":[...]}";
+  if (!keys) return 'the JWKS is not {"keys":[...]}';
   const usable = keys.filter((k) => keyProblem(k, "key") === undefined && (k as JwkKey).use !== "enc") as JwkKey[];
   return usable.length > 0 ? usable : "the JWKS has no RS256 or ES256 signing key";
 }

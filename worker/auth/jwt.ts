@@ -21,7 +21,13 @@ export interface JwtSettings {
   rolesClaim: string;
   skewSeconds: number;
 }
-export interface JwtIdentity { tenant: string; principal: string; issuer: string; subject: string; roles: string[] }
+export interface JwtIdentity {
+  tenant: string;
+  principal: string;
+  issuer: string;
+  subject: string;
+  roles: string[];
+}
 /** `unavailable`: the keys could not be had, so the token was not judged (not the caller's fault). */
 export type JwtOutcome = { ok: true; identity: JwtIdentity } | { ok: false; reason: string; unavailable?: true };
 /** The AUTH_JWT_* variables (documented in objects/config.ts). */
@@ -63,7 +69,8 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   const urlProblem = jwksUrl && jwksUrlProblem(jwksUrl);
   if (urlProblem) return urlProblem;
   const ttlRaw = env.AUTH_JWT_JWKS_TTL_SECONDS?.trim() || "600";
-  if (!/^\d+$/.test(ttlRaw) || Number(ttlRaw) < 60 || Number(ttlRaw) > 86_400) return "AUTH_JWT_JWKS_TTL_SECONDS must be a whole number of seconds from 60 to 86400";
+  if (!/^\d+$/.test(ttlRaw) || Number(ttlRaw) < 60 || Number(ttlRaw) > 86_400)
+    return "AUTH_JWT_JWKS_TTL_SECONDS must be a whole number of seconds from 60 to 86400";
   const skewRaw = env.AUTH_JWT_SKEW_SECONDS?.trim() || "60";
   const skewSeconds = Number(skewRaw);
   if (!/^\d+$/.test(skewRaw) || skewSeconds > MAX_SKEW_SECONDS) {
@@ -118,10 +125,10 @@ function rolesFrom(v: unknown): string[] | undefined {
 
 function checkTimes(p: Json, now: number, skew: number): string | undefined {
   const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
-  if (!isTime(p.exp)) return "claim \"exp\" missing or not a number";
+  if (!isTime(p.exp)) return 'claim "exp" missing or not a number';
   if (now > p.exp + skew) return "token expired";
   if (p.nbf !== undefined && (!isTime(p.nbf) || now + skew < p.nbf)) return "token not yet valid (nbf)";
-  if (p.iat !== undefined && (!isTime(p.iat) || p.iat > now + skew)) return "claim \"iat\" is in the future";
+  if (p.iat !== undefined && (!isTime(p.iat) || p.iat > now + skew)) return 'claim "iat" is in the future';
   return undefined;
 }
 
@@ -137,7 +144,7 @@ function identityFrom(p: Json, s: JwtSettings, now: number): JwtIdentity | strin
   if (typeof principal !== "string" || principal === "" || principal.length > MAX_PRINCIPAL_CHARS) {
     return `claim ${JSON.stringify(s.principalClaim)} missing or not a string of 1-${MAX_PRINCIPAL_CHARS} chars`;
   }
-  if (typeof p.sub !== "string") return "claim \"sub\" missing or not a string";
+  if (typeof p.sub !== "string") return 'claim "sub" missing or not a string';
   const roles = rolesFrom(claimAt(p, s.rolesClaim));
   if (!roles) return `claim ${JSON.stringify(s.rolesClaim)} is not an array of strings or a space-separated string`;
   return { tenant, principal, issuer: s.issuer, subject: p.sub, roles };

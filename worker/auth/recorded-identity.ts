@@ -14,7 +14,10 @@ export function recordedIdentity(p: Principal, supplied: IdentityRef | undefined
   const own = identityOf(p);
   if (!own) return given;
   if (given && (given.principal !== own.principal || given.issuer !== own.issuer || given.subject !== own.subject)) {
-    throw new ConnectError(`${field} must be omitted or be your own authenticated identity (${own.principal}): the host records who authenticated`, Code.PermissionDenied);
+    throw new ConnectError(
+      `${field} must be omitted or be your own authenticated identity (${own.principal}): the host records who authenticated`,
+      Code.PermissionDenied,
+    );
   }
   return create(IdentityRefSchema, own);
 }

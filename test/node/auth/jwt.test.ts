@@ -14,7 +14,14 @@ const ISSUER = "https://idp.example.com/";
 const AUDIENCE = "agentsessions";
 const NOW = 1_800_000_000;
 const claims = (over: Record<string, unknown> = {}) => ({
-  iss: ISSUER, aud: AUDIENCE, sub: "user-1", tenant: "acme", roles: ["admin"], iat: NOW - 10, exp: NOW + 300, ...over,
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: "user-1",
+  tenant: "acme",
+  roles: ["admin"],
+  iat: NOW - 10,
+  exp: NOW + 300,
+  ...over,
 });
 
 function settingsOf(keys: JwkKey[], env: Partial<JwtEnv> = {}): JwtSettings {
@@ -34,7 +41,10 @@ const reason = async (token: string, now = NOW) => {
 
 beforeAll(async () => {
   [rsa, ec, otherRsa] = await Promise.all([rsaPair(), ecPair(), rsaPair()]);
-  jwks = [{ ...rsa.publicJwk, kid: "rsa-1", alg: "RS256", use: "sig" }, { ...ec.publicJwk, kid: "ec-1" }];
+  jwks = [
+    { ...rsa.publicJwk, kid: "rsa-1", alg: "RS256", use: "sig" },
+    { ...ec.publicJwk, kid: "ec-1" },
+  ];
   const verifier = createJwtVerifier(settingsOf(jwks));
   verify = (token, now = NOW) => verifier.verify(token, now);
 });
@@ -42,7 +52,8 @@ beforeAll(async () => {
 describe("verify: accepted tokens", () => {
   it("verify: valid RS256 token yields tenant, principal, issuer, subject and roles", async () => {
     expect(await verify(await rs(claims()))).toEqual({
-      ok: true, identity: { tenant: "acme", principal: "user-1", issuer: ISSUER, subject: "user-1", roles: ["admin"] },
+      ok: true,
+      identity: { tenant: "acme", principal: "user-1", issuer: ISSUER, subject: "user-1", roles: ["admin"] },
     });
   });
 
@@ -230,12 +241,23 @@ describe("verify: identity claims", () => {
 
 describe("parseJwtSettings", () => {
   const env = (over: Partial<JwtEnv> = {}): JwtEnv => ({
-    AUTH_JWT_ISSUER: ISSUER, AUTH_JWT_AUDIENCE: AUDIENCE, AUTH_JWT_JWKS: JSON.stringify({ keys: jwks }), ...over,
+    AUTH_JWT_ISSUER: ISSUER,
+    AUTH_JWT_AUDIENCE: AUDIENCE,
+    AUTH_JWT_JWKS: JSON.stringify({ keys: jwks }),
+    ...over,
   });
 
   it("parseJwtSettings: fills defaults and accepts a bare JWK array", () => {
     expect(parseJwtSettings(env({ AUTH_JWT_JWKS: JSON.stringify(jwks) }))).toEqual({
-      issuer: ISSUER, audience: AUDIENCE, keys: jwks, jwksUrl: undefined, jwksTtlSeconds: 600, tenantClaim: "tenant", principalClaim: "sub", rolesClaim: "roles", skewSeconds: 60,
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      keys: jwks,
+      jwksUrl: undefined,
+      jwksTtlSeconds: 600,
+      tenantClaim: "tenant",
+      principalClaim: "sub",
+      rolesClaim: "roles",
+      skewSeconds: 60,
     });
     expect(parseJwtSettings(env({ AUTH_JWT_SKEW_SECONDS: "5" }))).toMatchObject({ skewSeconds: 5 });
   });

@@ -77,11 +77,7 @@ describe("agentctl exec and get on a parked turn", () => {
     const r = await agentctl(["--server", server.url, "exec", "--harness", "tools", "--config-file", config, "--input", "pay"]);
     expect(r.code, r.stderr).toBe(0);
     const uid = sessionOf(r);
-    expect(r.lines).toEqual([
-      `session ${uid}`,
-      ...parkedPrefix(uid),
-      `parked: awaiting approval of tool_call=g1 request_seq=4 (agentctl approve ${uid})`,
-    ]);
+    expect(r.lines).toEqual([`session ${uid}`, ...parkedPrefix(uid), `parked: awaiting approval of tool_call=g1 request_seq=4 (agentctl approve ${uid})`]);
     expect(effectsOf(uid).keys).toEqual([]);
   });
 
@@ -92,11 +88,7 @@ describe("agentctl exec and get on a parked turn", () => {
     const r = await agentctl(["--server", server.url, "get", uid]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.lines).toEqual(
-      expect.arrayContaining([
-        "exec_state     AWAITING",
-        "compute_state  COLD",
-        `pending_approval  execution=${p!.executionId} tool_call=g1 request_seq=4`,
-      ]),
+      expect.arrayContaining(["exec_state     AWAITING", "compute_state  COLD", `pending_approval  execution=${p!.executionId} tool_call=g1 request_seq=4`]),
     );
   });
 });
@@ -137,7 +129,10 @@ describe("agentctl approve and deny", () => {
     const json = await agentctl(["--server", server.url, "--json", "replay", uid, "--from", "6", "--to", "7"]);
     expect(json.lines.map((l) => JSON.parse(l))).toMatchObject([
       { seq: "6", event: { kind: "EVENT_APPROVAL_RESULT", approvalResult: { toolCallId: "g1", reason: "too much", requestSeq: "4" } } },
-      { seq: "7", event: { kind: "EVENT_TOOL_RESULT", result: { id: "g1", isError: true, code: "APPROVAL_DENIED", approvalRequestSeq: "4", approvalDecisionSeq: "6" } } },
+      {
+        seq: "7",
+        event: { kind: "EVENT_TOOL_RESULT", result: { id: "g1", isError: true, code: "APPROVAL_DENIED", approvalRequestSeq: "4", approvalDecisionSeq: "6" } },
+      },
     ]);
     expect(effectsOf(uid).keys).toEqual([]);
   });

@@ -18,7 +18,7 @@ describe("parseArgs", () => {
     expect(a.positionals).toEqual(["get", "x"]);
   });
 
-  it("parseArgs: an empty value is a value (--prev-hash \"\")", () => {
+  it('parseArgs: an empty value is a value (--prev-hash "")', () => {
     expect(parseArgs(["--prev-hash", ""], SPEC).strings.get("prev-hash")).toBe("");
   });
 

@@ -88,8 +88,22 @@ describe("agentctl fork", () => {
     const r = await agentctl([...S, "--json", "fork", parent, "--names", "x,y", "--label", "branch=1"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.lines.map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ metadata: expect.objectContaining({ name: "x" }), parentUid: parent, forkSeq: "5", lastSeq: "6", labels: { branch: "1" }, computeState: "COMPUTE_COLD" }),
-      expect.objectContaining({ metadata: expect.objectContaining({ name: "y" }), parentUid: parent, forkSeq: "5", lastSeq: "6", labels: { branch: "1" }, computeState: "COMPUTE_COLD" }),
+      expect.objectContaining({
+        metadata: expect.objectContaining({ name: "x" }),
+        parentUid: parent,
+        forkSeq: "5",
+        lastSeq: "6",
+        labels: { branch: "1" },
+        computeState: "COMPUTE_COLD",
+      }),
+      expect.objectContaining({
+        metadata: expect.objectContaining({ name: "y" }),
+        parentUid: parent,
+        forkSeq: "5",
+        lastSeq: "6",
+        labels: { branch: "1" },
+        computeState: "COMPUTE_COLD",
+      }),
     ]);
   });
 

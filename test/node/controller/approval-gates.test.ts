@@ -8,7 +8,16 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, Mediation, ToolResult_Code, ToolResultSchema, UsageSchema, type Event, type ToolCall } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  EventKind,
+  EventSchema,
+  Mediation,
+  ToolResult_Code,
+  ToolResultSchema,
+  UsageSchema,
+  type Event,
+  type ToolCall,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
 import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
 import { ApprovalParkedError, ReplayDivergedError } from "../../../objects/controller/errors.js";
@@ -16,13 +25,29 @@ import { endEvent, inputEvent } from "../../../objects/controller/events.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
 import type { AppendResult } from "../../../objects/journal/journal.js";
 import { resumeLatest } from "../../../objects/controller/resume.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
+import {
+  describer,
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  newLog,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  appendRaw as append,
+  replayLog as replay,
+  resumeLog,
+  SESSION_UID,
+} from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
 const uid = SESSION_UID;
 const exe = "exec-a";
-const gated = (init: Partial<ToolCall> = {}) => toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
+const gated = (init: Partial<ToolCall> = {}) =>
+  toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
 const ev = (kind: EventKind, body: Body) => create(EventSchema, { executionId: exe, kind, body });
 
 const resume = (fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), models = scriptedModels(echoScript)) =>
@@ -31,17 +56,26 @@ const resume = (fx: ReturnType<typeof newLog>, h: Harness, ex = fakeExecutor(), 
 /** START, TC g1, AR g1 (request at seq 3) for execution exec-a. */
 async function parkedLog() {
   const fx = newLog();
-  expect(await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(fakeExecutor().executor) })).toMatchObject({ kind: "parked" });
+  expect(
+    await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(fakeExecutor().executor) }),
+  ).toMatchObject({ kind: "parked" });
   return fx;
 }
 
-const decision = (approved: boolean, requestSeq = 3n) => ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "g1", approved, reason: approved ? "" : "no", requestSeq } });
+const decision = (approved: boolean, requestSeq = 3n) =>
+  ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "g1", approved, reason: approved ? "" : "no", requestSeq } });
 
 describe("records past an open gate", () => {
   for (const [name, records] of [
     ["a model call", [ev(EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "m", inputHash: "x", id: "mc1" } })]],
     ["an output", [ev(EventKind.EVENT_OUTPUT, { case: "message", value: userText("more") })]],
-    ["another gated call", [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated({ id: "g2", idempotencyKey: "k2" }) }), ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g2" } })]],
+    [
+      "another gated call",
+      [
+        ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated({ id: "g2", idempotencyKey: "k2" }) }),
+        ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g2" } }),
+      ],
+    ],
     ["usage", [ev(EventKind.EVENT_USAGE, { case: "usage", value: { inputTokens: 1n } })]],
     ["an input", [inputEvent(exe, userText("late"))]],
   ] as [string, Event[]][]) {
@@ -62,13 +96,18 @@ describe("records past an open gate", () => {
 });
 
 describe("a receipt without its request or decision", () => {
-  const receipt = (init: Record<string, unknown>) => ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", ...init }) });
+  const receipt = (init: Record<string, unknown>) =>
+    ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", ...init }) });
   const request = ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g1" } });
   const cases: [string, ToolCall, Event[]][] = [
     ["no request and no decision", gated(), [receipt({ approvalRequestSeq: 3n, approvalDecisionSeq: 4n })]],
     ["a request but no decision", gated(), [request, receipt({ approvalRequestSeq: 3n, approvalDecisionSeq: 4n })]],
     ["a bare receipt for a gated call", gated(), [receipt({})]],
-    ["gate fields on an ordinary call's receipt", toolCall({ id: "g1" }), [receipt({ code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 2n, approvalDecisionSeq: 2n })]],
+    [
+      "gate fields on an ordinary call's receipt",
+      toolCall({ id: "g1" }),
+      [receipt({ code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 2n, approvalDecisionSeq: 2n })],
+    ],
   ];
   for (const [name, call, records] of cases) {
     it(`§8.14 #115 resume, replay: ${name} is an invalid log; nothing runs or is appended`, async () => {
@@ -171,7 +210,11 @@ describe("output racing a gated call", () => {
         const before = Array.from({ length: 8 }, (_, i) => sink.output(`before ${i}`));
         const gate = sink.toolCall(gated());
         const after = Array.from({ length: 8 }, (_, i) => (i % 2 ? sink.output(`after ${i}`) : sink.usage(create(UsageSchema, { inputTokens: 1n }))));
-        const also = [sink.toolCall(toolCall({ id: "c2", idempotencyKey: "k2" })), sink.model({ model: "m", messages: [userText("x")] }), sink.report(create(ToolResultSchema, { id: "r" }))];
+        const also = [
+          sink.toolCall(toolCall({ id: "c2", idempotencyKey: "k2" })),
+          sink.model({ model: "m", messages: [userText("x")] }),
+          sink.report(create(ToolResultSchema, { id: "r" })),
+        ];
         settled.push(await Promise.allSettled([...before, gate, ...after, ...also]));
       },
     };
@@ -188,7 +231,11 @@ describe("output racing a gated call", () => {
     const committed = kinds.filter((k) => k === "OUTPUT").length;
     expect(results.slice(0, committed).every((r) => r.status === "fulfilled")).toBe(true);
     for (const r of results.slice(committed)) expect(r.status === "rejected" && r.reason).toBe(park.status === "rejected" && park.reason);
-    for (const late of [retained!.output("late"), retained!.toolCall(gated({ id: "g3", idempotencyKey: "k3" })), retained!.usage(create(UsageSchema, { inputTokens: 1n }))]) {
+    for (const late of [
+      retained!.output("late"),
+      retained!.toolCall(gated({ id: "g3", idempotencyKey: "k3" })),
+      retained!.usage(create(UsageSchema, { inputTokens: 1n })),
+    ]) {
       await expect(late).rejects.toBeInstanceOf(ApprovalParkedError);
     }
     expect(fx.kinds()).toEqual(kinds);
@@ -289,7 +336,10 @@ describe("the gate's own append", () => {
     expect(again).toEqual(["TOOL_CALL", "APPROVAL_REQUEST"]);
     // Observed once: a repeat parks on the committed request without writing or observing anything.
     const repeat: string[] = [];
-    expect(await resumeOn(fx, fx.log, gateAfterModel([]), ex, repeat)).toMatchObject({ kind: "redriven", outcome: { kind: "parked", gate: { requestSeq: 7n } } });
+    expect(await resumeOn(fx, fx.log, gateAfterModel([]), ex, repeat)).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "parked", gate: { requestSeq: 7n } },
+    });
     expect(repeat).toEqual([]);
     expect(fx.kinds()).toHaveLength(7);
     expect(ex.calls).toHaveLength(0);
@@ -317,7 +367,9 @@ describe("the gate's own append", () => {
     const fx2 = await cutBeforeGate();
     const seen2: unknown[] = [];
     const observed2: string[] = [];
-    const refusing = flakyLog(fx2, (events) => (isGateBatch(events) ? { ok: false, reason: "too_large", index: 1, bytes: 3_000_000, limit: 1_900_000 } : undefined));
+    const refusing = flakyLog(fx2, (events) =>
+      isGateBatch(events) ? { ok: false, reason: "too_large", index: 1, bytes: 3_000_000, limit: 1_900_000 } : undefined,
+    );
     const refused = await resumeOn(fx2, refusing, gateAfterModel(seen2), ex, observed2);
     expect(refused).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Aborted, stopped: { reason: "too_large" } } });
     expect(seen2[0]).toMatchObject({ name: "AppendRefusedError", refusal: { reason: "too_large" } });

@@ -13,7 +13,17 @@
 import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, Mediation, ToolResult_Code, ToolResultSchema, UsageSchema, type Event, type ToolCall, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  EventKind,
+  EventSchema,
+  Mediation,
+  ToolResult_Code,
+  ToolResultSchema,
+  UsageSchema,
+  type Event,
+  type ToolCall,
+  type ToolResult,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { assistantText, userText } from "../../../proto/messages.js";
 import type { EventSink, Harness, HarnessStart } from "../../../runtimes/harness-spi.js";
@@ -22,20 +32,38 @@ import { endEvent } from "../../../objects/controller/events.js";
 import type { DescribeHarness } from "../../../objects/controller/identity.js";
 import { decisionOf } from "../../../objects/controller/tool-steps.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
+import {
+  describer,
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  newLog,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  appendRaw as append,
+  replayLog as replay,
+  resumeLog,
+  SESSION_UID,
+} from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 type Fx = ReturnType<typeof newLog>;
 
 const uid = SESSION_UID;
 const exe = "exec-a";
-const gated = (init: Partial<ToolCall> = {}) => toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
+const gated = (init: Partial<ToolCall> = {}) =>
+  toolCall({ id: "g1", idempotencyKey: "kg", mediation: Mediation.REQUIRES_APPROVAL, args: { amount: 10 }, ...init });
 const ev = (kind: EventKind, body?: Body, executionId = exe) => create(EventSchema, { executionId, kind, ...(body ? { body } : {}) });
 const start = () => ev(EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "h", harnessVersion: "1", inputCount: 0n } });
 const callEv = (c: ToolCall) => ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: c });
 const requestEv = (toolCallId = "g1") => ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId } });
-const decisionEv = (approved: boolean, requestSeq = 3n, toolCallId = "g1") => ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId, approved, reason: approved ? "" : "no", requestSeq } });
-const receiptEv = (init: MessageInitShape<typeof ToolResultSchema>) => ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", approvalRequestSeq: 3n, approvalDecisionSeq: 4n, ...init }) });
+const decisionEv = (approved: boolean, requestSeq = 3n, toolCallId = "g1") =>
+  ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId, approved, reason: approved ? "" : "no", requestSeq } });
+const receiptEv = (init: MessageInitShape<typeof ToolResultSchema>) =>
+  ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", approvalRequestSeq: 3n, approvalDecisionSeq: 4n, ...init }) });
 
 interface ResumeExtra {
   ex?: ReturnType<typeof fakeExecutor>;
@@ -59,7 +87,9 @@ function resume(fx: Fx, h: Harness, o: ResumeExtra = {}) {
 
 /** START, TC g1, AR g1 (request at seq 3) for execution exec-a, written by a live park. */
 async function parkedLog(fx = newLog(), sessionUid = uid) {
-  expect(await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(fakeExecutor().executor, { sessionUid }) })).toMatchObject({ kind: "parked" });
+  expect(
+    await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(fakeExecutor().executor, { sessionUid }) }),
+  ).toMatchObject({ kind: "parked" });
   return fx;
 }
 
@@ -102,10 +132,19 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
   // does ("diverged": Resume appends only ERROR, Replay writes nothing; no executor or model call).
   const cases: [string, Event[], "invalid" | "diverged" | RegExp, ToolCall?][] = [
     ["a gated call without an execution id", [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated() }, ""), requestEv()], "invalid"],
-    ["a request without an execution id", [callEv(gated()), ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g1" } }, "")], "invalid"],
+    [
+      "a request without an execution id",
+      [callEv(gated()), ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g1" } }, "")],
+      "invalid",
+    ],
     ["a decided gated call with an empty call id", [callEv(gated({ id: "" })), requestEv(""), decisionEv(true, 3n, "")], "invalid", gated({ id: "" })],
     ["a gated call without a key", [callEv(gated({ idempotencyKey: "" })), requestEv(), decisionEv(true)], "diverged", gated({ idempotencyKey: "" })],
-    ["a request after an ordinary (not gated) call", [callEv(gated({ mediation: Mediation.CONTROLLER_MEDIATED })), requestEv(), decisionEv(true)], "invalid", gated({ mediation: Mediation.CONTROLLER_MEDIATED })],
+    [
+      "a request after an ordinary (not gated) call",
+      [callEv(gated({ mediation: Mediation.CONTROLLER_MEDIATED })), requestEv(), decisionEv(true)],
+      "invalid",
+      gated({ mediation: Mediation.CONTROLLER_MEDIATED }),
+    ],
     ["a request with no call", [requestEv(), decisionEv(true, 2n)], "invalid"],
     ["a decision with no request", [callEv(gated()), decisionEv(true, 2n)], "invalid"],
     ["a duplicate call", [callEv(gated()), callEv(gated()), requestEv()], "invalid"],
@@ -125,7 +164,11 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
     ["a receipt with a wrong request seq", [callEv(gated()), requestEv(), decisionEv(true), receiptEv({ approvalRequestSeq: 2n })], "diverged"],
     ["a receipt with a zero decision seq", [callEv(gated()), requestEv(), decisionEv(true), receiptEv({ approvalDecisionSeq: 0n })], "diverged"],
     ["a receipt with a wrong decision seq", [callEv(gated()), requestEv(), decisionEv(true), receiptEv({ approvalDecisionSeq: 3n })], "diverged"],
-    ["an approved receipt marked denied", [callEv(gated()), requestEv(), decisionEv(true), receiptEv({ code: ToolResult_Code.APPROVAL_DENIED, isError: true })], "diverged"],
+    [
+      "an approved receipt marked denied",
+      [callEv(gated()), requestEv(), decisionEv(true), receiptEv({ code: ToolResult_Code.APPROVAL_DENIED, isError: true })],
+      "diverged",
+    ],
     ["a denied receipt that ran", [callEv(gated()), requestEv(), decisionEv(false), receiptEv({ code: ToolResult_Code.CODE_UNSPECIFIED })], "diverged"],
   ];
   for (const [name, evidence, expected, call = gated()] of cases) {
@@ -145,7 +188,10 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
         expect(fx.kinds()).toEqual(before);
       } else {
         const message = expected === "diverged" ? expect.stringMatching(/^replay diverged at seq [1-9]/) : expect.stringMatching(expected);
-        expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: expected === "diverged" ? Code.FailedPrecondition : Code.Internal, message } });
+        expect(out).toMatchObject({
+          kind: "redriven",
+          outcome: { kind: "failed", code: expected === "diverged" ? Code.FailedPrecondition : Code.Internal, message },
+        });
         expect(fx.kinds()).toEqual([...before, "ERROR"]);
       }
       // As a completed execution, replay fails the same way and writes nothing.
@@ -171,7 +217,15 @@ describe("a gate without a call id (§8.14 #93)", () => {
   it("§8.14 #93 replay: a completed gate whose call id is empty is refused", async () => {
     const fx = newLog();
     const call = gated({ id: "" });
-    append(fx, [start(), callEv(call), requestEv(""), decisionEv(true, 3n, ""), receiptEv({ id: "" }), ev(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText("t:ok:0") }), endEvent(exe, "COMPLETED")]);
+    append(fx, [
+      start(),
+      callEv(call),
+      requestEv(""),
+      decisionEv(true, 3n, ""),
+      receiptEv({ id: "" }),
+      ev(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText("t:ok:0") }),
+      endEvent(exe, "COMPLETED"),
+    ]);
     expect(await replay(fx, toolHarness([call]))).toMatchObject({ ok: false });
   });
 });
@@ -264,7 +318,13 @@ describe("decided recovery (§8.14 #107)", () => {
     ["approved", true, undefined, ToolResult_Code.CODE_UNSPECIFIED, false],
     ["denied", false, undefined, ToolResult_Code.APPROVAL_DENIED, true],
     ["approved, the executor fails", true, () => new ToolExecutionError("executor down"), ToolResult_Code.EXECUTOR_ERROR, true],
-    ["approved, the executor answers an error result", true, () => create(ToolResultSchema, { isError: true, error: "insufficient funds" }), ToolResult_Code.EXECUTOR_ERROR, true],
+    [
+      "approved, the executor answers an error result",
+      true,
+      () => create(ToolResultSchema, { isError: true, error: "insufficient funds" }),
+      ToolResult_Code.EXECUTOR_ERROR,
+      true,
+    ],
   ];
   for (const [name, approved, behave, code, isError] of variants) {
     it(`§8.14 #107 resume, replay: ${name}: Start carries the recorded values and session uid; the receipt is durable before the harness sees it; replay serves equal copies whose mutation changes nothing`, async () => {
@@ -286,7 +346,9 @@ describe("decided recovery (§8.14 #107)", () => {
           await sink.output(receipt.isError ? "error" : "ok");
         },
       };
-      expect(await liveTurn(fx, h, scriptedModels(echoScript), [], { executionId: exe, config, cursor: 17n, tools: toolDeps(fakeExecutor().executor) })).toMatchObject({ kind: "parked" });
+      expect(
+        await liveTurn(fx, h, scriptedModels(echoScript), [], { executionId: exe, config, cursor: 17n, tools: toolDeps(fakeExecutor().executor) }),
+      ).toMatchObject({ kind: "parked" });
       append(fx, [decisionEv(approved)]);
       const ex = fakeExecutor(behave);
       starts.length = 0;
@@ -406,7 +468,10 @@ describe("before the intent (§8.14 #109)", () => {
     const fx = newLog();
     const ex = fakeExecutor();
     const seen: unknown[] = [];
-    expect(await liveTurn(fx, persistent(seen, keyless), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) })).toMatchObject({ kind: "failed", code: Code.Internal });
+    expect(await liveTurn(fx, persistent(seen, keyless), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) })).toMatchObject({
+      kind: "failed",
+      code: Code.Internal,
+    });
     expect(seen[0]).toMatchObject({ name: "ToolCallRefusedError", kind: "missing_key" });
     for (const later of seen.slice(1)) expect(later).toBe(seen[0]);
     expect(fx.kinds()).toEqual(["EXECUTION_START", "ERROR"]);
@@ -442,7 +507,10 @@ describe("forged receipt fields (§8.14 #110)", () => {
         },
       };
       const fx = newLog();
-      expect(await liveTurn(fx, forger, scriptedModels(echoScript), [])).toMatchObject({ kind: "failed", message: expect.stringMatching(/approval receipt fields/) });
+      expect(await liveTurn(fx, forger, scriptedModels(echoScript), [])).toMatchObject({
+        kind: "failed",
+        message: expect.stringMatching(/approval receipt fields/),
+      });
       expect(fx.kinds()).toEqual(["EXECUTION_START", "ERROR"]);
       expect(seen).toHaveLength(2);
       expect(seen[0]).toBeInstanceOf(ToolCallRefusedError);
@@ -450,7 +518,10 @@ describe("forged receipt fields (§8.14 #110)", () => {
       const cut = newLog();
       append(cut, [start()]);
       seen.length = 0;
-      expect(await resume(cut, forger)).toMatchObject({ kind: "redriven", outcome: { kind: "failed", message: expect.stringMatching(/approval receipt fields/) } });
+      expect(await resume(cut, forger)).toMatchObject({
+        kind: "redriven",
+        outcome: { kind: "failed", message: expect.stringMatching(/approval receipt fields/) },
+      });
       expect(cut.kinds()).toEqual(["EXECUTION_START", "ERROR"]);
     });
   }
@@ -463,7 +534,10 @@ describe("effect before receipt (§8.14 #111)", () => {
     // The executor's own store, durable across its restarts: one effect per (session, key).
     const ex = fakeExecutor();
     const crash = new Error("the host died before the receipt was written");
-    const first = await resume(fx, toolHarness([gated()]), { ex, log: flakyLog(fx, (events) => (has(EventKind.EVENT_TOOL_RESULT)(events) ? crash : undefined)) });
+    const first = await resume(fx, toolHarness([gated()]), {
+      ex,
+      log: flakyLog(fx, (events) => (has(EventKind.EVENT_TOOL_RESULT)(events) ? crash : undefined)),
+    });
     expect(first).toMatchObject({ kind: "redriven", outcome: { kind: "failed" } });
     expect(fx.kinds()).not.toContain("TOOL_RESULT");
     expect(ex.effects.size).toBe(1);
@@ -492,7 +566,10 @@ describe("decided-gate preconditions (§8.14 #118)", () => {
     const names: string[] = [];
     const inner = describer({ h: toolHarness([gated()]) });
     const ex = fakeExecutor();
-    expect(await resume(fx, toolHarness([gated()]), { ex, describe: (n) => (names.push(n), inner(n)) })).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
+    expect(await resume(fx, toolHarness([gated()]), { ex, describe: (n) => (names.push(n), inner(n)) })).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "completed" },
+    });
     expect(names).toEqual(["h"]);
   });
 
@@ -525,12 +602,18 @@ describe("a failed park handoff (§8.14 #119)", () => {
   it("§8.14 #119 exec, resume: a different error after the park writes nothing terminal, and a later Resume still parks without writing", async () => {
     const fx = newLog();
     const ex = fakeExecutor();
-    expect(await liveTurn(fx, fumbling, scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) })).toMatchObject({ kind: "parked", gate: { toolCallId: "g1", requestSeq: 3n } });
+    expect(await liveTurn(fx, fumbling, scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) })).toMatchObject({
+      kind: "parked",
+      gate: { toolCallId: "g1", requestSeq: 3n },
+    });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST"]);
     // A recovery whose harness fumbles the handoff again: still parked, still nothing written.
     expect(await resume(fx, fumbling, { ex })).toMatchObject({ kind: "redriven", outcome: { kind: "parked", gate: { toolCallId: "g1", requestSeq: 3n } } });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST"]);
-    expect(await resume(fx, toolHarness([gated()]), { ex })).toMatchObject({ kind: "redriven", outcome: { kind: "parked", gate: { toolCallId: "g1", requestSeq: 3n } } });
+    expect(await resume(fx, toolHarness([gated()]), { ex })).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "parked", gate: { toolCallId: "g1", requestSeq: 3n } },
+    });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST"]);
     expect(ex.calls).toHaveLength(0);
   });
@@ -544,7 +627,10 @@ describe("gated call id reuse (§8.14 #120)", () => {
     const twice = toolHarness([gated(), gated({ idempotencyKey: "kg2" })]);
     const ex = fakeExecutor();
     const out = await resume(fx, twice, { ex });
-    expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Internal, message: expect.stringMatching(/approval-gated call needs an id not used earlier/) } });
+    expect(out).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "failed", code: Code.Internal, message: expect.stringMatching(/approval-gated call needs an id not used earlier/) },
+    });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "ERROR"]);
     const ids = (f: Fx) => f.events().flatMap((e) => (e.event.body.case === "tool" ? [e.event.body.value.id] : []));
     expect(ids(fx)).toEqual(["g1"]);
@@ -552,10 +638,15 @@ describe("gated call id reuse (§8.14 #120)", () => {
     // Ordinary then gated: c1 is in the recorded prefix; the live tail gates c1.
     const fx2 = newLog();
     const mixed = toolHarness([toolCall({ id: "c1" }), gated({ id: "c1", idempotencyKey: "kc" })]);
-    expect(await liveTurn(fx2, toolHarness([toolCall({ id: "c1" })]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) })).toEqual({ kind: "completed" });
+    expect(await liveTurn(fx2, toolHarness([toolCall({ id: "c1" })]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) })).toEqual({
+      kind: "completed",
+    });
     fx2.truncateAfter(3); // [START, TOOL_CALL c1, TOOL_RESULT]
     const out2 = await resume(fx2, mixed, { ex });
-    expect(out2).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.Internal, message: expect.stringMatching(/approval-gated call needs an id not used earlier/) } });
+    expect(out2).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "failed", code: Code.Internal, message: expect.stringMatching(/approval-gated call needs an id not used earlier/) },
+    });
     expect(fx2.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "TOOL_RESULT", "ERROR"]);
     expect(ids(fx2)).toEqual(["c1"]);
   });

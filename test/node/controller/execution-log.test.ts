@@ -14,10 +14,12 @@ function log(...events: Event[]): LoggedEvent[] {
 }
 const start = (id: string, inputCount?: bigint) =>
   create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { inputCount } } });
-const input = (id: string, text = "x") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
+const input = (id: string, text = "x") =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
 const output = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } });
 const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
-const error = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "x" } } });
+const error = (id: string) =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "x" } } });
 const lifecycle = () => create(EventSchema, { kind: EventKind.EVENT_LIFECYCLE, body: { case: "lifecycle", value: { kind: 1 } } });
 
 describe("parseExecutions", () => {

@@ -13,7 +13,23 @@ import type { AppendedRecord } from "../../../objects/journal/journal.js";
 import { runLiveTurn } from "../../../objects/controller/live-turn.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
 import type { TurnLog } from "../../../objects/controller/turn-writer.js";
-import { counterScript, descriptor, echoScript, fakeExecutor, forkLog, liveTurn, newLog, outputTexts, reopenLog, scriptedModels, toolCall, toolDeps, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
+import {
+  counterScript,
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  forkLog,
+  liveTurn,
+  newLog,
+  outputTexts,
+  reopenLog,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  replayLog as replay,
+  resumeLog,
+  SESSION_UID,
+} from "../support/controller-fixture.js";
 
 const uid = SESSION_UID;
 type Fx = ReturnType<typeof newLog>;
@@ -62,8 +78,10 @@ function write(fx: Fx, ...events: Event[]): void {
 }
 const marker = (id: string, inputCount?: bigint, body = true) =>
   create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, ...(body ? { body: { case: "executionStart", value: { inputCount } } } : {}) });
-const input = (id: string, text = "x") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
-const output = (id: string, text = "o") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText(text) } });
+const input = (id: string, text = "x") =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
+const output = (id: string, text = "o") =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText(text) } });
 const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
 
 const records = (fx: Fx) => fx.journal.read(1n, 0n, 1_000_000);
@@ -336,7 +354,18 @@ describe("§8.9 the execution start marker", () => {
       const observed: AppendedRecord[] = [];
       const h = probe([], runs);
       const run = runLiveTurn(
-        { sessionUid: uid, executionId: "0000000000000e54", harnessName: "h", harness: h, descriptor: await h.describe(), inputs: [userText("x")], config: new Uint8Array(), resumeFromSeq: 0n, expectedSeq, signal: new AbortController().signal },
+        {
+          sessionUid: uid,
+          executionId: "0000000000000e54",
+          harnessName: "h",
+          harness: h,
+          descriptor: await h.describe(),
+          inputs: [userText("x")],
+          config: new Uint8Array(),
+          resumeFromSeq: 0n,
+          expectedSeq,
+          signal: new AbortController().signal,
+        },
         { log, models, observe: (r) => void observed.push(...r) },
       );
       return { run, runs, models, observed };

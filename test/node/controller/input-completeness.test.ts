@@ -11,7 +11,21 @@ import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsess
 import { textOf, userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
-import { descriptor, echoScript, fakeExecutor, liveTurn, modelHarness, newLog, outputTexts, reopenLog, scriptedModels, toolCall, toolDeps, replayLog as replay, resumeLog } from "../support/controller-fixture.js";
+import {
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  modelHarness,
+  newLog,
+  outputTexts,
+  reopenLog,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  replayLog as replay,
+  resumeLog,
+} from "../support/controller-fixture.js";
 
 type Fx = ReturnType<typeof newLog>;
 
@@ -20,16 +34,24 @@ function counted(h: Harness, runs: { n: number; inputs: string[][] }): Harness {
 }
 const newRuns = () => ({ n: 0, inputs: [] as string[][] });
 
-const resume = (fx: Fx, h: Harness, models: ModelInvoker, ex?: ReturnType<typeof fakeExecutor>) => resumeLog(fx, h, { models, tools: ex && toolDeps(ex.executor) });
+const resume = (fx: Fx, h: Harness, models: ModelInvoker, ex?: ReturnType<typeof fakeExecutor>) =>
+  resumeLog(fx, h, { models, tools: ex && toolDeps(ex.executor) });
 
 function write(fx: Fx, ...events: Event[]): void {
   const r = fx.journal.append(events, { fence: 0n, mintFence: true });
   if (!r.ok) throw new Error(r.reason);
 }
-const marker = (id: string, inputCount?: bigint) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { inputCount, harness: "h", harnessVersion: "1" } } });
-const input = (id: string, text = "x") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
+const marker = (id: string, inputCount?: bigint) =>
+  create(EventSchema, {
+    executionId: id,
+    kind: EventKind.EVENT_EXECUTION_START,
+    body: { case: "executionStart", value: { inputCount, harness: "h", harnessVersion: "1" } },
+  });
+const input = (id: string, text = "x") =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } });
 const payloadless = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT });
-const output = (id: string, text = "o") => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText(text) } });
+const output = (id: string, text = "o") =>
+  create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText(text) } });
 const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
 
 const records = (fx: Fx) => fx.journal.read(1n, 0n, 1_000_000);

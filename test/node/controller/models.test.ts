@@ -34,7 +34,10 @@ describe("createModelInvoker", () => {
 
   it("live sink: an unnamed model with a provider configured fails before MODEL_CALL is recorded", async () => {
     const fx = newLog();
-    const h = { ...modelHarness(), run: async (_s: unknown, sink: { model: (r: object) => Promise<unknown> }) => void (await sink.model({ model: "", messages: [] })) };
+    const h = {
+      ...modelHarness(),
+      run: async (_s: unknown, sink: { model: (r: object) => Promise<unknown> }) => void (await sink.model({ model: "", messages: [] })),
+    };
     const out = await liveTurn(fx, h as never, createModelInvoker({ provider }), ["hi"]);
     expect(out).toMatchObject({ kind: "failed" });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "ERROR"]);

@@ -44,7 +44,12 @@ describe("replayJournal", () => {
       describe: () => descriptor("h"),
       run: async (_s, sink) => void (await sink.model({ model: "m", messages: [userText("something else")] })),
     };
-    const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: changed }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const r = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: changed }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(r.ok).toBe(false);
     expect(r.divergence).toMatch(/I0/);
     expect(r.divergenceSeq).toBe(3n);
@@ -52,8 +57,18 @@ describe("replayJournal", () => {
 
   it("replay: a harness that makes fewer effect calls than recorded diverges (under-consumption)", async () => {
     const fx = newLog();
-    await liveTurn(fx, modelHarness("h", "1", async (sink) => sink.output("extra")), scriptedModels(echoScript), ["hi"]);
-    const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: modelHarness() }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    await liveTurn(
+      fx,
+      modelHarness("h", "1", async (sink) => sink.output("extra")),
+      scriptedModels(echoScript),
+      ["hi"],
+    );
+    const r = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: modelHarness() }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(r).toMatchObject({ ok: false, divergenceSeq: 5n });
     expect(r.divergence).toMatch(/finished without re-issuing/);
   });
@@ -62,9 +77,19 @@ describe("replayJournal", () => {
     const say = (text: string): Harness => ({ describe: () => descriptor("h"), run: async (_s, sink) => sink.output(text) });
     const fx = newLog();
     await liveTurn(fx, say("hello"), scriptedModels(echoScript), []);
-    const same = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: say("hello") }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const same = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: say("hello") }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(same).toMatchObject({ ok: true, outputs: ["hello"] });
-    const other = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: say("bye") }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const other = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: say("bye") }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(other.divergence).toMatch(/output mismatch/);
   });
 
@@ -78,7 +103,12 @@ describe("replayJournal", () => {
         await sink.model({ model: "m", messages: [userText("hi")] }).catch(() => undefined);
       },
     };
-    const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: stubborn }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const r = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: stubborn }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(r.ok).toBe(false);
     expect(r.divergence).toMatch(/I0/);
   });
@@ -99,7 +129,12 @@ describe("replayJournal", () => {
     await liveTurn(fx, recorder, models, ["second"]);
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR", "EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]);
     seen.length = 0;
-    const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: recorder }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const r = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: recorder }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(r).toMatchObject({ ok: true, outputs: ["echo:second"], executions: 1 });
     expect(seen).toHaveLength(1);
     expect(seen[0]!.inputs).toEqual(["second"]);

@@ -129,7 +129,10 @@ describe("resumeLatest", () => {
   it("resume: a different model request diverges with zero provider calls and an ERROR; a matching one then recovers", async () => {
     const fx = newLog();
     await liveTurn(fx, modelHarness(), scriptedModels(failingScript(1)), ["hi"]);
-    const changed: Harness = { describe: () => descriptor("h"), run: async (_s, sink) => void (await sink.model({ model: "m", messages: [userText("other")] })) };
+    const changed: Harness = {
+      describe: () => descriptor("h"),
+      run: async (_s, sink) => void (await sink.model({ model: "m", messages: [userText("other")] })),
+    };
     const models = scriptedModels(echoScript);
     const r = await resume(fx, { h: changed }, models);
     expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed" } });
@@ -184,7 +187,12 @@ describe("resumeLatest", () => {
 
   it("resume: a recorded prefix the harness does not consume is a divergence and gets no END", async () => {
     const fx = newLog();
-    await liveTurn(fx, modelHarness("h", "1", async (sink) => sink.output("more")), scriptedModels(echoScript), ["hi"]);
+    await liveTurn(
+      fx,
+      modelHarness("h", "1", async (sink) => sink.output("more")),
+      scriptedModels(echoScript),
+      ["hi"],
+    );
     fx.truncateAfter(5);
     const r = await resume(fx, { h: modelHarness() }, scriptedModels(echoScript));
     expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed" } });

@@ -12,7 +12,20 @@ import { assistantText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ToolExecutionError } from "../../../objects/controller/errors.js";
 import { endEvent } from "../../../objects/controller/events.js";
-import { echoScript, fakeExecutor, liveTurn, newLog, outputTexts, scriptedModels, toolCall, toolDeps, toolHarness, appendRaw as append, replayLog as replay, resumeLog } from "../support/controller-fixture.js";
+import {
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  newLog,
+  outputTexts,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  appendRaw as append,
+  replayLog as replay,
+  resumeLog,
+} from "../support/controller-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
@@ -54,7 +67,10 @@ async function bothPaths(call: ToolCall, evidence: Event[], expectResume: (out: 
 }
 
 const diverged = (out: Awaited<ReturnType<typeof resume>>) =>
-  expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq \d+/) } });
+  expect(out).toMatchObject({
+    kind: "redriven",
+    outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq \d+/) },
+  });
 
 describe("malformed tool evidence (§8.12 #65)", () => {
   const c1 = toolCall({ id: "c1", idempotencyKey: "k1" });
@@ -85,7 +101,10 @@ describe("recorded intents the host would refuse (§8.12 #66)", () => {
         call,
         [callEv(call), resultEv("c1")],
         (out) => {
-          expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq 2: tool call mismatch/) } });
+          expect(out).toMatchObject({
+            kind: "redriven",
+            outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq 2: tool call mismatch/) },
+          });
           expect(out.kind === "redriven" && out.outcome.kind === "failed" && out.outcome.message).toMatch(cause);
         },
         cause,
@@ -117,9 +136,13 @@ describe("recorded intents the host would refuse (§8.12 #66)", () => {
 describe("a handled executor failure (§8.12 #76)", () => {
   it("§8.12 #76 resume: after a handled executor failure a lost END is restored alone; no effect repeats; a second Resume is a no-op", async () => {
     const fx = newLog();
-    const ex = fakeExecutor((c) => (c.id === "a" ? new ToolExecutionError("executor answered HTTP 500") : create(ToolResultSchema, { output: { paid: true } })));
+    const ex = fakeExecutor((c) =>
+      c.id === "a" ? new ToolExecutionError("executor answered HTTP 500") : create(ToolResultSchema, { output: { paid: true } }),
+    );
     const calls = [toolCall({ id: "a", idempotencyKey: "ka" }), toolCall({ id: "b", idempotencyKey: "kb" })];
-    expect(await liveTurn(fx, toolHarness(calls, { swallow: true }), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) })).toEqual({ kind: "completed" });
+    expect(
+      await liveTurn(fx, toolHarness(calls, { swallow: true }), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) }),
+    ).toEqual({ kind: "completed" });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "TOOL_CALL", "TOOL_RESULT", "OUTPUT", "END"]);
     expect(ex.calls.map((c) => c.call.id)).toEqual(["a", "b"]);
     fx.truncateAfter(5); // the crash lost only END
@@ -130,7 +153,12 @@ describe("a handled executor failure (§8.12 #76)", () => {
     const out = await resume(fx, toolHarness(calls, { swallow: true }), fresh, models);
     expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "TOOL_CALL", "TOOL_RESULT", "OUTPUT", "END"]);
-    expect(fx.events().slice(0, prefix.length).map((e) => e.event)).toEqual(prefix);
+    expect(
+      fx
+        .events()
+        .slice(0, prefix.length)
+        .map((e) => e.event),
+    ).toEqual(prefix);
     // The failed call is handed to the harness as the failure it was; the served receipt is b's.
     expect(outputTexts(fx.events())).toEqual(["t:refused,t:ok:0"]);
     expect(fresh.calls).toHaveLength(0);

@@ -11,7 +11,20 @@ import { userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ReplayDivergedError, ToolCallRefusedError, ToolExecutionError } from "../../../objects/controller/errors.js";
 import { replayJournal } from "../../../objects/controller/replay.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, scriptedModels, toolCall, toolDeps, toolHarness, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
+import {
+  describer,
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  newLog,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  resumeLog,
+  SESSION_UID,
+} from "../support/controller-fixture.js";
 
 const uid = SESSION_UID;
 
@@ -39,9 +52,19 @@ describe("argument identity", () => {
       await liveTurn(fx, toolHarness([withArgs(recorded)]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) });
       expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "TOOL_RESULT", "OUTPUT", "END"]);
       const models = scriptedModels(echoScript);
-      const same = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: toolHarness([withArgs(recorded)]) }), defaultHarness: "h", models });
+      const same = await replayJournal(fx.events(), {
+        sessionUid: uid,
+        describe: describer({ h: toolHarness([withArgs(recorded)]) }),
+        defaultHarness: "h",
+        models,
+      });
       expect(same).toMatchObject({ ok: true });
-      const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: toolHarness([withArgs(reissued)]) }), defaultHarness: "h", models });
+      const r = await replayJournal(fx.events(), {
+        sessionUid: uid,
+        describe: describer({ h: toolHarness([withArgs(reissued)]) }),
+        defaultHarness: "h",
+        models,
+      });
       expect(r).toMatchObject({ ok: false, divergenceSeq: 2n, modelCalls: 0 });
       expect(r.divergence).toMatch(/tool call mismatch/);
 
@@ -52,7 +75,10 @@ describe("argument identity", () => {
         const fresh = fakeExecutor();
         const m = scriptedModels(echoScript);
         const out = await resume(fx, toolHarness([withArgs(reissued)]), fresh, m);
-        expect(out, `cut after ${cut}`).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/tool call mismatch/) } });
+        expect(out, `cut after ${cut}`).toMatchObject({
+          kind: "redriven",
+          outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/tool call mismatch/) },
+        });
         expect(fresh.calls).toHaveLength(0);
         expect(m.calls).toBe(0);
         expect(fx.kinds()).toEqual([...before, "ERROR"]);
@@ -61,12 +87,17 @@ describe("argument identity", () => {
     });
   }
 
-  it("§8.12 #70 replay, resume: arguments that are not plain JSON (\"unconvertible\") diverge at the recorded call; no executor or model call", async () => {
+  it('§8.12 #70 replay, resume: arguments that are not plain JSON ("unconvertible") diverge at the recorded call; no executor or model call', async () => {
     const fx = newLog();
     const ex = fakeExecutor();
     await liveTurn(fx, toolHarness([withArgs({ a: 1 })]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) });
     const bad = withArgs({ a: Number.NaN });
-    const r = await replayJournal(fx.events(), { sessionUid: uid, describe: describer({ h: toolHarness([bad]) }), defaultHarness: "h", models: scriptedModels(echoScript) });
+    const r = await replayJournal(fx.events(), {
+      sessionUid: uid,
+      describe: describer({ h: toolHarness([bad]) }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+    });
     expect(r).toMatchObject({ ok: false, modelCalls: 0 });
     expect(r.divergence).toMatch(/^replay diverged at seq 2: tool call mismatch.*not plain JSON/);
     fx.truncateAfter(2);
@@ -97,9 +128,24 @@ describe("live-tail tool errors", () => {
 
   const tails: [string, ToolCall, (e: unknown) => void, string[]][] = [
     ["an executor error", toolCall({ id: "c1", idempotencyKey: "k1" }), (e) => expect(e).toBeInstanceOf(ToolExecutionError), ["TOOL_CALL", "ERROR"]],
-    ["an empty key", toolCall({ id: "c1", idempotencyKey: "" }), (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "missing_key" }), ["ERROR"]],
-    ["an unmediated call", toolCall({ id: "c1", mediation: Mediation.IN_HARNESS_REPORTED }), (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "unmediated" }), ["ERROR"]],
-    ["an unspecified mediation", toolCall({ id: "c1", mediation: Mediation.UNSPECIFIED }), (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "unmediated" }), ["ERROR"]],
+    [
+      "an empty key",
+      toolCall({ id: "c1", idempotencyKey: "" }),
+      (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "missing_key" }),
+      ["ERROR"],
+    ],
+    [
+      "an unmediated call",
+      toolCall({ id: "c1", mediation: Mediation.IN_HARNESS_REPORTED }),
+      (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "unmediated" }),
+      ["ERROR"],
+    ],
+    [
+      "an unspecified mediation",
+      toolCall({ id: "c1", mediation: Mediation.UNSPECIFIED }),
+      (e) => expect(e).toMatchObject({ name: "ToolCallRefusedError", kind: "unmediated" }),
+      ["ERROR"],
+    ],
   ];
   for (const [name, call, check, written] of tails) {
     it(`§8.12 #79 resume: ${name} after a recorded prefix surfaces as itself, not as a divergence`, async () => {

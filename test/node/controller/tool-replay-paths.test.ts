@@ -35,7 +35,13 @@ import {
 
 const uid = "sess-000000000000000000000001";
 
-function resume(fx: ReturnType<typeof newLog>, h: Harness | Record<string, Harness>, ex = fakeExecutor(), models = scriptedModels(echoScript), describe?: DescribeHarness) {
+function resume(
+  fx: ReturnType<typeof newLog>,
+  h: Harness | Record<string, Harness>,
+  ex = fakeExecutor(),
+  models = scriptedModels(echoScript),
+  describe?: DescribeHarness,
+) {
   return resumeLatest(fx.events(), {
     sessionUid: uid,
     log: fx.log,
@@ -99,7 +105,10 @@ describe("§8.12 #63 a changed call identity", () => {
           },
         };
         const out = await resume(fx, probe, ex, models);
-        expect(out, `cut after ${cut}`).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/tool call mismatch/) } });
+        expect(out, `cut after ${cut}`).toMatchObject({
+          kind: "redriven",
+          outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/tool call mismatch/) },
+        });
         expect(served).toEqual([]);
         expect(ex.calls).toHaveLength(0);
         expect(fx.kinds()).toEqual([...before, "ERROR"]);
@@ -162,7 +171,10 @@ describe("§8.12 #67 a swallowed divergence", () => {
       const ex = fakeExecutor();
       const seen2: unknown[] = [];
       const out = await resume(fx, swallowingHarness(wrong, seen2), ex, models);
-      expect(out).toMatchObject({ kind: "redriven", outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged/) } });
+      expect(out).toMatchObject({
+        kind: "redriven",
+        outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged/) },
+      });
       expect(seen2[0]).toBeInstanceOf(ReplayDivergedError);
       for (const later of seen2.slice(1)) expect(later).toBe(seen2[0]);
       expect(ex.calls).toHaveLength(0);
@@ -267,7 +279,12 @@ describe("§8.13 #82 the execution Resume acts on", () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]!.executionId).toBe("exec-b");
     expect(seen[0]!.resumeFromSeq).toBe(9n);
-    expect(fx.events().slice(0, prefix.length).map((e) => toBinary(EventSchema, e.event))).toEqual(prefix);
+    expect(
+      fx
+        .events()
+        .slice(0, prefix.length)
+        .map((e) => toBinary(EventSchema, e.event)),
+    ).toEqual(prefix);
     const startB = fx.events().find((e) => e.event.executionId === "exec-b" && e.event.kind === EventKind.EVENT_EXECUTION_START)!.event.body;
     expect(startB.case === "executionStart" && [...startB.value.config]).toEqual([3, 4, 5]);
     expect(outputTexts(fx.events())).toEqual(["echo:b2"]);
@@ -284,7 +301,11 @@ describe("§8.13 #85 recorded harness identity", () => {
       let ran = 0;
       const emptyVersion: Harness = { describe: () => descriptor("h", ""), run: async (s, sink) => void (ran++, await modelHarness().run(s, sink)) };
       const models = scriptedModels(echoScript);
-      if (path === "resume") expect(await resume(fx, emptyVersion, fakeExecutor(), models)).toMatchObject({ kind: "mismatch", detail: expect.stringMatching(/version "1".*version ""/) });
+      if (path === "resume")
+        expect(await resume(fx, emptyVersion, fakeExecutor(), models)).toMatchObject({
+          kind: "mismatch",
+          detail: expect.stringMatching(/version "1".*version ""/),
+        });
       else expect(await replay(fx, emptyVersion, models)).toMatchObject({ ok: false, divergence: expect.stringMatching(/version "1".*version ""/) });
       expect(ran).toBe(0);
       expect(models.calls).toBe(0);
@@ -295,7 +316,10 @@ describe("§8.13 #85 recorded harness identity", () => {
     await liveTurn(fx, modelHarness("h", ""), scriptedModels(failingScript(1)), ["hi"]);
     const startEv = fx.events()[0]!.event.body;
     expect(startEv.case === "executionStart" && startEv.value.harnessVersion).toBe("");
-    expect(await resume(fx, modelHarness("h", "9"), fakeExecutor(), scriptedModels(echoScript))).toMatchObject({ kind: "redriven", outcome: { kind: "completed" } });
+    expect(await resume(fx, modelHarness("h", "9"), fakeExecutor(), scriptedModels(echoScript))).toMatchObject({
+      kind: "redriven",
+      outcome: { kind: "completed" },
+    });
     expect(await replay(fx, modelHarness("h", "9"))).toMatchObject({ ok: true });
   });
 
@@ -309,11 +333,17 @@ describe("§8.13 #85 recorded harness identity", () => {
 
     // Served under its descriptor id only: the alias is what the marker names, so it is not served.
     const byId = counting({ "desc-id": modelHarness("desc-id", "1") });
-    expect(await resume(fx, {}, fakeExecutor(), scriptedModels(echoScript), byId.describe)).toMatchObject({ kind: "mismatch", detail: expect.stringMatching(/"alias".*does not serve/) });
+    expect(await resume(fx, {}, fakeExecutor(), scriptedModels(echoScript), byId.describe)).toMatchObject({
+      kind: "mismatch",
+      detail: expect.stringMatching(/"alias".*does not serve/),
+    });
     expect(byId.calls).toEqual(["alias"]);
     // The alias, now describing another id but the recorded version "2": the version still decides.
     const otherVersion = counting({ alias: modelHarness("another-id", "2") });
-    expect(await resume(fx, {}, fakeExecutor(), scriptedModels(echoScript), otherVersion.describe)).toMatchObject({ kind: "mismatch", detail: expect.stringMatching(/version "1".*version "2"/) });
+    expect(await resume(fx, {}, fakeExecutor(), scriptedModels(echoScript), otherVersion.describe)).toMatchObject({
+      kind: "mismatch",
+      detail: expect.stringMatching(/version "1".*version "2"/),
+    });
     expect(fx.kinds()).toEqual(before);
     // The alias with the recorded version, whatever id it describes: recovery runs, described once.
     const ok = counting({ alias: modelHarness("another-id", "1") });
@@ -323,6 +353,9 @@ describe("§8.13 #85 recorded harness identity", () => {
     expect(await replay(fx, {}, scriptedModels(echoScript), rep.describe)).toMatchObject({ ok: true });
     expect(rep.calls).toEqual(["alias"]);
     const repBad = counting({ alias: modelHarness("desc-id", "2") });
-    expect(await replay(fx, {}, scriptedModels(echoScript), repBad.describe)).toMatchObject({ ok: false, divergence: expect.stringMatching(/version "1".*version "2"/) });
+    expect(await replay(fx, {}, scriptedModels(echoScript), repBad.describe)).toMatchObject({
+      ok: false,
+      divergence: expect.stringMatching(/version "1".*version "2"/),
+    });
   });
 });

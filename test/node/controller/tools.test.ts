@@ -9,7 +9,22 @@ import { EventKind, EventSchema, Mediation, ToolResult_Code, ToolResultSchema } 
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { ToolExecutionError } from "../../../objects/controller/errors.js";
 import { resumeLatest } from "../../../objects/controller/resume.js";
-import { describer, descriptor, echoScript, fakeExecutor, liveTurn, newLog, outputTexts, scriptedModels, toolCall, toolDeps, toolHarness, replayLog as replay, resumeLog, SESSION_UID } from "../support/controller-fixture.js";
+import {
+  describer,
+  descriptor,
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  newLog,
+  outputTexts,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  replayLog as replay,
+  resumeLog,
+  SESSION_UID,
+} from "../support/controller-fixture.js";
 
 const uid = SESSION_UID;
 
@@ -136,7 +151,13 @@ describe("approval gates", () => {
 
   function decide(fx: ReturnType<typeof newLog>, approved: boolean, requestSeq = 3n) {
     const r = fx.log.append(
-      [create(EventSchema, { executionId: fx.events()[0]!.event.executionId, kind: EventKind.EVENT_APPROVAL_RESULT, body: { case: "approvalResult", value: { toolCallId: "g1", approved, reason: approved ? "" : "too much", requestSeq } } })],
+      [
+        create(EventSchema, {
+          executionId: fx.events()[0]!.event.executionId,
+          kind: EventKind.EVENT_APPROVAL_RESULT,
+          body: { case: "approvalResult", value: { toolCallId: "g1", approved, reason: approved ? "" : "too much", requestSeq } },
+        }),
+      ],
       { fence: 0n, mintFence: true },
     );
     if (!r.ok) throw new Error(r.reason);
@@ -146,7 +167,9 @@ describe("approval gates", () => {
     const fx = newLog();
     const ex = fakeExecutor();
     const parked: unknown[] = [];
-    const out = await liveTurn(fx, toolHarness([gated()], { swallow: true }), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor, { onPark: (g) => parked.push(g) }) });
+    const out = await liveTurn(fx, toolHarness([gated()], { swallow: true }), scriptedModels(echoScript), [], {
+      tools: toolDeps(ex.executor, { onPark: (g) => parked.push(g) }),
+    });
     expect(out).toMatchObject({ kind: "parked", gate: { toolCallId: "g1", requestSeq: 3n } });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST"]);
     expect(ex.calls).toHaveLength(0);
@@ -155,7 +178,9 @@ describe("approval gates", () => {
 
   it("gate: a memory-snapshot harness, an empty or reused call id are refused before any intent", async () => {
     const fx = newLog();
-    const out = await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { tools: toolDeps(fakeExecutor().executor, { approvalsAllowed: false }) });
+    const out = await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], {
+      tools: toolDeps(fakeExecutor().executor, { approvalsAllowed: false }),
+    });
     expect(out).toMatchObject({ kind: "failed" });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "ERROR"]);
     const fx2 = newLog();
@@ -190,7 +215,13 @@ describe("approval gates", () => {
       expect(ex.calls.length).toBe(approved ? 1 : 0);
       expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END"]);
       const receipt = fx.events()[4]!.event.body;
-      expect(receipt.case === "result" && receipt.value).toMatchObject({ id: "g1", code, isError: code !== ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 3n, approvalDecisionSeq: 4n });
+      expect(receipt.case === "result" && receipt.value).toMatchObject({
+        id: "g1",
+        code,
+        isError: code !== ToolResult_Code.CODE_UNSPECIFIED,
+        approvalRequestSeq: 3n,
+        approvalDecisionSeq: 4n,
+      });
       const calls = ex.calls.length;
       expect(await replay(fx, toolHarness([gated()]))).toMatchObject({ ok: true });
       expect(ex.calls.length).toBe(calls);
@@ -203,8 +234,15 @@ describe("approval gates", () => {
     await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { tools: toolDeps(fakeExecutor().executor) });
     decide(fx, true);
     const r = await resumeLatest(fx.events(), {
-      sessionUid: uid, log: fx.log, mintFence: () => fx.journal.mintFence(), describe: describer({ h: toolHarness([gated()]) }),
-      defaultHarness: "h", models: scriptedModels(echoScript), observe: () => undefined, signal: new AbortController().signal, tools: toolDeps(undefined),
+      sessionUid: uid,
+      log: fx.log,
+      mintFence: () => fx.journal.mintFence(),
+      describe: describer({ h: toolHarness([gated()]) }),
+      defaultHarness: "h",
+      models: scriptedModels(echoScript),
+      observe: () => undefined,
+      signal: new AbortController().signal,
+      tools: toolDeps(undefined),
     });
     expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed", missingExecutor: true } });
     expect(fx.kinds()).not.toContain("TOOL_RESULT");
@@ -215,7 +253,16 @@ describe("approval gates", () => {
     await liveTurn(fx, toolHarness([gated()]), scriptedModels(echoScript), [], { tools: toolDeps(fakeExecutor().executor) });
     decide(fx, false);
     const execId = fx.events()[0]!.event.executionId;
-    fx.log.append([create(EventSchema, { executionId: execId, kind: EventKind.EVENT_TOOL_RESULT, body: { case: "result", value: { id: "g1", code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 3n, approvalDecisionSeq: 4n } } })], { fence: 0n, mintFence: true });
+    fx.log.append(
+      [
+        create(EventSchema, {
+          executionId: execId,
+          kind: EventKind.EVENT_TOOL_RESULT,
+          body: { case: "result", value: { id: "g1", code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 3n, approvalDecisionSeq: 4n } },
+        }),
+      ],
+      { fence: 0n, mintFence: true },
+    );
     const ex = fakeExecutor();
     const before = fx.kinds();
     const r = await resume(fx, toolHarness([gated()]), ex.executor);

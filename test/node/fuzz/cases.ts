@@ -69,7 +69,15 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
   how.push(style);
   if (style === "bytes") {
     const strings = stringFieldsOf(method.input);
-    for (let k = rng.weighted([[6, 1], [3, 2], [1, 3]] as const); k > 0; k--) {
+    for (
+      let k = rng.weighted([
+        [6, 1],
+        [3, 2],
+        [1, 3],
+      ] as const);
+      k > 0;
+      k--
+    ) {
       const m = rng.pick(BYTE_MUTATIONS);
       how.push(m);
       payload = mutateBytes(rng, payload, m, strings) as Uint8Array<ArrayBuffer>;
@@ -105,7 +113,18 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
     body = e.body;
     how.push(`grpc:${contentType}`, ...(e.how !== "ok" ? [`envelope:${e.how}`] : []));
   } else if (rng.chance(0.06)) {
-    contentType = rng.pick(["", "text/plain", "application/xml", "application/json; charset=latin1", "application/connect+json", "application/proto; x=1", "application/grpc-web+proto", "application/grpc", "multipart/form-data", streaming ? "application/json" : "application/connect+proto"]);
+    contentType = rng.pick([
+      "",
+      "text/plain",
+      "application/xml",
+      "application/json; charset=latin1",
+      "application/connect+json",
+      "application/proto; x=1",
+      "application/grpc-web+proto",
+      "application/grpc",
+      "multipart/form-data",
+      streaming ? "application/json" : "application/connect+proto",
+    ]);
     how.push(`content-type=${contentType || "(none)"}`);
   }
   const headers: Record<string, string> = {};
@@ -157,9 +176,7 @@ function readings(c: Case): Record<string, unknown>[] {
   for (const b of bodies) {
     for (const json of [false, true]) {
       try {
-        const m = json
-          ? fromJsonString(c.method.input, new TextDecoder().decode(b), { ignoreUnknownFields: false })
-          : fromBinary(c.method.input, b);
+        const m = json ? fromJsonString(c.method.input, new TextDecoder().decode(b), { ignoreUnknownFields: false }) : fromBinary(c.method.input, b);
         out.push(m as unknown as Record<string, unknown>);
       } catch {
         // not this reading

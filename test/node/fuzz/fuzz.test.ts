@@ -83,16 +83,23 @@ afterAll(async () => {
 
 /** The raw bytes of a binary Replay of the whole journal. */
 async function replayBytes(uid: string): Promise<Uint8Array> {
-  const a = await send(server.url, "/agentsessions.v1.Sessions/Replay", envelope(0, toBinary(ReplayRequestSchema, create(ReplayRequestSchema, { session: uid }))), "application/connect+proto");
+  const a = await send(
+    server.url,
+    "/agentsessions.v1.Sessions/Replay",
+    envelope(0, toBinary(ReplayRequestSchema, create(ReplayRequestSchema, { session: uid }))),
+    "application/connect+proto",
+  );
   expect(a.status).toBe(200);
   return a.body;
 }
 
 async function pool<T>(items: T[], n: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
 }
 
 describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
@@ -105,37 +112,52 @@ describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
     const details: string[] = [];
     // Each case is generated when it is sent: generating thousands up front leaves the client's
     // keep-alive connections idle long enough for the server to close them under the first sends.
-    const http = pool(Array.from({ length: ITERATIONS }, (_, i) => i), CONCURRENCY, async (i) => {
-      const c = generateCase(Rng.forCase(SEED, i), i, targets);
-      if (protectedBy(c, targets)) {
-        skipped++; // valid enough to change a protected journal: not sent (see cases.ts)
-        return;
-      }
-      const a = await send(server.url, pathOf(c.method), c.body, c.contentType, c.headers, c.httpMethod);
-      const v = judge(c.method, a);
-      outcomes[`${c.method.name}:${v.outcome}`] = (outcomes[`${c.method.name}:${v.outcome}`] ?? 0) + 1;
-      const where = `seed ${SEED} case ${c.index} ${c.method.name} [${c.how.join(", ")}] -> HTTP ${a.status}`;
-      for (const f of v.findings) findings.push(`${where}: ${f}`);
-      if (VERBOSE) details.push(`${c.method.name} ${v.outcome} ${(v.detail ?? "").replace(/sess-[0-9a-f]{24}|[0-9]+/g, "#").slice(0, 140)}`);
-      if (v.wrote && snapshots.has(v.wrote)) touchedProtected.push(`${where} wrote to protected ${v.wrote}`);
-    });
-    const tunnel = pool(Array.from({ length: TUNNEL_CASES }, (_, k) => k), 2, async (k) => {
-      const f = await tunnelCase(server.url, Rng.forCase(SEED, 100_000 + k), `fz-${SEED}-${k % 3}`);
-      findings.push(...f.map((x) => `seed ${SEED} tunnel case ${k}: ${x}`));
-    });
+    const http = pool(
+      Array.from({ length: ITERATIONS }, (_, i) => i),
+      CONCURRENCY,
+      async (i) => {
+        const c = generateCase(Rng.forCase(SEED, i), i, targets);
+        if (protectedBy(c, targets)) {
+          skipped++; // valid enough to change a protected journal: not sent (see cases.ts)
+          return;
+        }
+        const a = await send(server.url, pathOf(c.method), c.body, c.contentType, c.headers, c.httpMethod);
+        const v = judge(c.method, a);
+        outcomes[`${c.method.name}:${v.outcome}`] = (outcomes[`${c.method.name}:${v.outcome}`] ?? 0) + 1;
+        const where = `seed ${SEED} case ${c.index} ${c.method.name} [${c.how.join(", ")}] -> HTTP ${a.status}`;
+        for (const f of v.findings) findings.push(`${where}: ${f}`);
+        if (VERBOSE) details.push(`${c.method.name} ${v.outcome} ${(v.detail ?? "").replace(/sess-[0-9a-f]{24}|[0-9]+/g, "#").slice(0, 140)}`);
+        if (v.wrote && snapshots.has(v.wrote)) touchedProtected.push(`${where} wrote to protected ${v.wrote}`);
+      },
+    );
+    const tunnel = pool(
+      Array.from({ length: TUNNEL_CASES }, (_, k) => k),
+      2,
+      async (k) => {
+        const f = await tunnelCase(server.url, Rng.forCase(SEED, 100_000 + k), `fz-${SEED}-${k % 3}`);
+        findings.push(...f.map((x) => `seed ${SEED} tunnel case ${k}: ${x}`));
+      },
+    );
     const liveRun = liveTurns(server.url, SEED, `fzlive-${SEED}`, LIVE_TURNS).then((r) => {
       live = r;
       findings.push(...r.findings);
     });
     await Promise.all([http, tunnel, liveRun]);
 
-    console.log(`fuzz seed ${SEED}: ${ITERATIONS} HTTP cases (${skipped} skipped as possibly valid on a protected session), ${TUNNEL_CASES} tunnel cases, ${LIVE_TURNS} live turns`);
+    console.log(
+      `fuzz seed ${SEED}: ${ITERATIONS} HTTP cases (${skipped} skipped as possibly valid on a protected session), ${TUNNEL_CASES} tunnel cases, ${LIVE_TURNS} live turns`,
+    );
     console.log(`outcomes: ${JSON.stringify(Object.fromEntries(Object.entries(outcomes).sort()))}`);
     console.log(`live outcomes: ${JSON.stringify(live?.outcomes)}`);
     if (VERBOSE) {
       const hist = new Map<string, number>();
       for (const d of details) hist.set(d, (hist.get(d) ?? 0) + 1);
-      console.log([...hist].sort().map(([d, n]) => `${String(n).padStart(5)} ${d}`).join("\n"));
+      console.log(
+        [...hist]
+          .sort()
+          .map(([d, n]) => `${String(n).padStart(5)} ${d}`)
+          .join("\n"),
+      );
     }
     expect(touchedProtected).toEqual([]);
     // The filter skips only what could be valid; if it swallows a large share the storm is blind.

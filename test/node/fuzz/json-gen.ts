@@ -118,7 +118,9 @@ export function mutateJson(rng: Rng, doc: { [k: string]: Json }): { text: string
 function pickContainer(rng: Rng, doc: { [k: string]: Json }): { [k: string]: Json } {
   let cur = doc;
   for (let i = 0; i < 4 && rng.chance(0.5); i++) {
-    const inner = Object.values(cur).flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isObject);
+    const inner = Object.values(cur)
+      .flatMap((v) => (Array.isArray(v) ? v : [v]))
+      .filter(isObject);
     if (!inner.length) break;
     cur = rng.pick(inner);
   }
@@ -146,7 +148,7 @@ export function garbageJson(rng: Rng, valid: string): Uint8Array {
     case 1:
       return utf8(valid.slice(0, rng.int(Math.max(1, valid.length))));
     case 2:
-      return utf8(rng.pick(["{", "}", "[", "{]", "nul", "{'a':1}", "{\"a\":}", "\ufeff{}", "{}{}", "1 2", "/* */{}"]));
+      return utf8(rng.pick(["{", "}", "[", "{]", "nul", "{'a':1}", '{"a":}', "\ufeff{}", "{}{}", "1 2", "/* */{}"]));
     case 3:
       return concat(utf8(valid), rng.bytes(rng.range(1, 8)));
     default:

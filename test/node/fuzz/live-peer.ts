@@ -86,7 +86,15 @@ export async function liveTurns(base: string, seed: number, name: string, turns:
       if (held) {
         const deleted = await raceTurn(base, rng, uid, held.executionId, note, result);
         if (deleted) running[slot] = await newSession();
-        peer.send({ message: { case: "event", value: { stream: held.stream, event: { executionId: held.executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } } } } });
+        peer.send({
+          message: {
+            case: "event",
+            value: {
+              stream: held.stream,
+              event: { executionId: held.executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } },
+            },
+          },
+        });
       }
       control.hold = false;
     }
@@ -160,7 +168,13 @@ async function raceTurn(base: string, rng: Rng, uid: string, executionId: string
 async function decidePending(base: string, rng: Rng, uid: string, note: Note): Promise<boolean> {
   const pending = ((await unary(base, "GetSession", { uid })).messages[0] as Session | undefined)?.pendingApproval;
   if (!pending) return false;
-  const real = { session: uid, executionId: pending.executionId, toolCallId: pending.toolCallId, requestSeq: pending.requestSeq.toString(), approved: rng.chance(0.5) };
+  const real = {
+    session: uid,
+    executionId: pending.executionId,
+    toolCallId: pending.toolCallId,
+    requestSeq: pending.requestSeq.toString(),
+    approved: rng.chance(0.5),
+  };
   for (const body of [
     { ...real, requestSeq: (pending.requestSeq + BigInt(rng.pick([1, -1, 100]))).toString() },
     { ...real, toolCallId: real.toolCallId + rng.word(2) },
@@ -184,8 +198,22 @@ async function connect(base: string, seed: number, name: string, control: Contro
       // Mostly the same descriptor; now and then an error, or one that changed version or needs
       // memory snapshots (refused by CanPlace), as a harness that was redeployed would.
       const rng = Rng.forCase(seed, 600_000 + describes++);
-      const descriptor = { id: name, version: rng.weighted([[8, "1"], [1, "2"]] as const), capabilities: { resumability: rng.weighted([[9, 1], [1, 2]] as const) } };
-      peer.send({ message: { case: "described", value: rng.chance(0.05) ? { id: m.message.value.id, error: rng.word() } : { id: m.message.value.id, descriptor } } });
+      const descriptor = {
+        id: name,
+        version: rng.weighted([
+          [8, "1"],
+          [1, "2"],
+        ] as const),
+        capabilities: {
+          resumability: rng.weighted([
+            [9, 1],
+            [1, 2],
+          ] as const),
+        },
+      };
+      peer.send({
+        message: { case: "described", value: rng.chance(0.05) ? { id: m.message.value.id, error: rng.word() } : { id: m.message.value.id, descriptor } },
+      });
       return;
     }
     if (m.message.case !== "frame") return;
@@ -210,7 +238,11 @@ async function connect(base: string, seed: number, name: string, control: Contro
       else peer.send({ message: { case: "event", value: { stream, event: hostileEvent(rng, executionId) } } });
     }
     if (rng.chance(0.1)) return peer.kill(); // a harness that dies mid-turn
-    const state = rng.weighted([[7, "COMPLETED"], [2, "FAILED"], [1, ""]] as const);
+    const state = rng.weighted([
+      [7, "COMPLETED"],
+      [2, "FAILED"],
+      [1, ""],
+    ] as const);
     peer.send({ message: { case: "event", value: { stream, event: { executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state } } } } } });
   });
   if (await peer.opened) peer.hello(name);

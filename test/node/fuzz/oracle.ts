@@ -43,7 +43,13 @@ export async function send(
     return { status: res.status, contentType: res.headers.get("content-type") ?? "", headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
   } catch (e) {
     const err = e as Error & { cause?: Error };
-    return { status: 0, contentType: "", headers: new Headers(), body: new Uint8Array(), failure: `${err.name}: ${err.message}${err.cause ? ` (${err.cause.message})` : ""}` };
+    return {
+      status: 0,
+      contentType: "",
+      headers: new Headers(),
+      body: new Uint8Array(),
+      failure: `${err.name}: ${err.message}${err.cause ? ` (${err.cause.message})` : ""}`,
+    };
   }
 }
 
@@ -197,7 +203,25 @@ function grpcFindings(v: Verdict, a: Answer): void {
     }
   }
   if (status === null) return void v.findings.push("a gRPC answer with no grpc-status, in its headers or its trailers");
-  const code = ["ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"][Number(status)];
+  const code = [
+    "ok",
+    "canceled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data_loss",
+    "unauthenticated",
+  ][Number(status)];
   if (code === undefined) return void v.findings.push(`grpc-status ${status} is not a gRPC code`);
   if (code === "ok") return void (v.outcome = "grpc:ok");
   let text = message;

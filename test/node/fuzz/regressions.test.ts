@@ -26,7 +26,12 @@ const HUGE = "x".repeat(3_000_000);
 async function call(method: string, body: unknown): Promise<Verdict> {
   const m = Sessions.methods.find((x) => x.name === method)!;
   const streaming = m.methodKind === "server_streaming";
-  const a = await send(inject("serverUrl"), `/agentsessions.v1.Sessions/${method}`, streaming ? envelope(0, json(body)) : json(body), streaming ? "application/connect+json" : "application/json");
+  const a = await send(
+    inject("serverUrl"),
+    `/agentsessions.v1.Sessions/${method}`,
+    streaming ? envelope(0, json(body)) : json(body),
+    streaming ? "application/connect+json" : "application/json",
+  );
   return judge(m, a);
 }
 
@@ -45,7 +50,11 @@ describe("fuzz regressions: values past the storage limits", () => {
     const uid = (await client.create({ project: "fuzz-regression" })).metadata!.uid;
     await client.exec({ session: uid, inputs: ["hi"] });
     const before = (await call("ListSessions", { project: "fuzz-regression" })).messages[0] as { sessions: unknown[] };
-    for (const body of [{ session: uid, labels: { a: HUGE } }, { session: uid, childNames: [HUGE] }, { session: uid, count: 128, labels: { a: "y".repeat(300_000) } }]) {
+    for (const body of [
+      { session: uid, labels: { a: HUGE } },
+      { session: uid, childNames: [HUGE] },
+      { session: uid, count: 128, labels: { a: "y".repeat(300_000) } },
+    ]) {
       const v = await call("Fork", body);
       expect(v.findings).toEqual([]);
       expect(v.outcome).toBe("resource_exhausted");
@@ -174,7 +183,10 @@ describe("fuzz regressions: malformed bodies connect-es would call INTERNAL", ()
   });
 
   it("a well-formed binary request still reaches the handler", async () => {
-    const v = judge(Sessions.method.getSession, await send(inject("serverUrl"), "/agentsessions.v1.Sessions/GetSession", new Uint8Array([0x0a, 0x03, 0x61, 0x62, 0x63]), "application/proto"));
+    const v = judge(
+      Sessions.method.getSession,
+      await send(inject("serverUrl"), "/agentsessions.v1.Sessions/GetSession", new Uint8Array([0x0a, 0x03, 0x61, 0x62, 0x63]), "application/proto"),
+    );
     expect(v.findings).toEqual([]);
     expect(v.outcome).toBe("not_found"); // the handler looked "abc" up
     expect(v.detail).not.toContain("not a valid binary");

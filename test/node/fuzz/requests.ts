@@ -144,7 +144,11 @@ export function build(rng: Rng, method: string, t: Targets): unknown {
     case "DeleteSession":
       return { uid: session };
     case "ListSessions":
-      return { project: rng.pick(["", "fuzz", "default", rng.word()]), pageSize: int32(rng), pageToken: rng.pick(["", rng.word(), rng.hex(20), "MTIzAHNlc3Mt", "AAAA", "=="]) };
+      return {
+        project: rng.pick(["", "fuzz", "default", rng.word()]),
+        pageSize: int32(rng),
+        pageToken: rng.pick(["", rng.word(), rng.hex(20), "MTIzAHNlc3Mt", "AAAA", "=="]),
+      };
     case "Exec":
       return {
         session: rng.chance(0.06) ? "" : session,
@@ -180,7 +184,14 @@ export function build(rng: Rng, method: string, t: Targets): unknown {
         [2, rng.pick(INT32_EDGES)],
       ]);
       const names = rng.chance(0.3) ? Array.from({ length: rng.chance(0.7) ? Math.min(Math.max(1, count), 130) : rng.int(5) }, () => name(rng)) : [];
-      return { session, atSeq: int64(rng, head ?? 3n), count, identity: rng.chance(0.1) ? identity(rng) ?? {} : undefined, labels: strMap(rng), childNames: names };
+      return {
+        session,
+        atSeq: int64(rng, head ?? 3n),
+        count,
+        identity: rng.chance(0.1) ? (identity(rng) ?? {}) : undefined,
+        labels: strMap(rng),
+        childNames: names,
+      };
     }
     case "RegisterHarness": {
       const placement = rng.pick([

@@ -43,7 +43,8 @@ export class FuzzPeer {
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString("utf8");
-          if ((res.statusCode ?? 0) >= 500 || !/^\{"code":"[a-z_]+"/.test(text)) this.findings.push(`refusal ${res.statusCode} without a Connect error: ${text.slice(0, 200)}`);
+          if ((res.statusCode ?? 0) >= 500 || !/^\{"code":"[a-z_]+"/.test(text))
+            this.findings.push(`refusal ${res.statusCode} without a Connect error: ${text.slice(0, 200)}`);
           ok(false);
         });
       });
@@ -140,10 +141,7 @@ export async function tunnelCase(base: string, rng: Rng, name: string): Promise<
 /** A message the host must refuse (or shrug off) without breaking. */
 export function hostileMessage(rng: Rng, name: string): Uint8Array | string {
   const event = (stream: string) =>
-    toBinary(
-      HarnessMessageSchema,
-      create(HarnessMessageSchema, { message: { case: "event", value: { stream, event: hostileEvent(rng, rng.hex(16)) } } }),
-    );
+    toBinary(HarnessMessageSchema, create(HarnessMessageSchema, { message: { case: "event", value: { stream, event: hostileEvent(rng, rng.hex(16)) } } }));
   switch (rng.int(10)) {
     case 0:
       return rng.bytes(rng.range(0, 64));
@@ -164,7 +162,10 @@ export function hostileMessage(rng: Rng, name: string): Uint8Array | string {
       return toBinary(HarnessMessageSchema, create(HarnessMessageSchema, { message: { case: "described", value: { id: rng.hex(12), error: rng.word() } } }));
     case 7:
       return rng.chance(0.5)
-        ? toBinary(HarnessMessageSchema, create(HarnessMessageSchema, { message: { case: "hello", value: { name: rng.chance(0.5) ? name : rng.word(), descriptor: descriptor(name) } } }))
+        ? toBinary(
+            HarnessMessageSchema,
+            create(HarnessMessageSchema, { message: { case: "hello", value: { name: rng.chance(0.5) ? name : rng.word(), descriptor: descriptor(name) } } }),
+          )
         : toBinary(HarnessMessageSchema, create(HarnessMessageSchema, { message: { case: "goodbye", value: { reason: rng.word() } } }));
     default:
       return event(rng.pick(["", rng.hex(24), rng.word()]));
@@ -191,10 +192,22 @@ export function hostileEvent(rng: Rng, executionId: string): MessageInitShape<ty
     },
     // Close to the 1 MiB a WebSocket message may carry, and past the journal's 1 MB per event.
     { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text: "z".repeat(rng.pick([200_000, 1_000_100])) } } }] } },
-    { case: "tool", value: { id: rng.word(), tool: rng.word(), args: { a: randomJson(rng) }, mediation: rng.pick([0, 1, 2, 3, 77]) as never, idempotencyKey: rng.word() } },
-    { case: "result", value: { id: rng.word(), output: { a: randomJson(rng) }, code: rng.pick([0, 1, 2, 55]) as never, approvalRequestSeq: BigInt(rng.range(-5, 50)) } },
+    {
+      case: "tool",
+      value: { id: rng.word(), tool: rng.word(), args: { a: randomJson(rng) }, mediation: rng.pick([0, 1, 2, 3, 77]) as never, idempotencyKey: rng.word() },
+    },
+    {
+      case: "result",
+      value: { id: rng.word(), output: { a: randomJson(rng) }, code: rng.pick([0, 1, 2, 55]) as never, approvalRequestSeq: BigInt(rng.range(-5, 50)) },
+    },
     { case: "usage", value: { model: rng.word(), inputTokens: rng.pick([-1n, 2n ** 63n - 1n, 5n]), outputTokens: -(2n ** 63n) } },
-    { case: "end", value: { state: rng.pick(["COMPLETED", "FAILED", "", "CANCELED", rng.word()]), error: rng.chance(0.5) ? { code: -1, description: rng.word() } : undefined } },
+    {
+      case: "end",
+      value: {
+        state: rng.pick(["COMPLETED", "FAILED", "", "CANCELED", rng.word()]),
+        error: rng.chance(0.5) ? { code: -1, description: rng.word() } : undefined,
+      },
+    },
     { case: "lifecycle", value: { kind: rng.pick([0, 1, 2, 3, 99]) as never, detail: rng.word() } },
     { case: "executionStart", value: { config: rng.bytes(4), inputCount: 5n, harness: "echo" } },
     { case: "parked", value: { executionId, toolCallId: rng.word(), requestSeq: 3n } },

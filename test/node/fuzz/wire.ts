@@ -117,9 +117,7 @@ export function mutateBytes(rng: Rng, b: Uint8Array, m: ByteMutation, stringFiel
       return b.subarray(0, Math.max(0, b.length - rng.range(1, Math.max(1, b.length))));
     case "huge-varint":
       // Either a field whose varint value never ends, or a tag that is itself 10+ bytes.
-      return rng.chance(0.5)
-        ? concat(b.subarray(0, at), tag(rng.range(1, 20), 0), hugeVarint(rng), b.subarray(at))
-        : concat(b, hugeVarint(rng));
+      return rng.chance(0.5) ? concat(b.subarray(0, at), tag(rng.range(1, 20), 0), hugeVarint(rng), b.subarray(at)) : concat(b, hugeVarint(rng));
     case "len-past-end": {
       const claimed = rng.pick([b.length + 1, 0x7fffffff, 0xffffffff, 2 ** 40]);
       return concat(b, tag(rng.range(1, 20), 2), varint(claimed), rng.bytes(rng.int(8)));

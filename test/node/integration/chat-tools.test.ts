@@ -65,23 +65,35 @@ describe("chat with a host-executed tool", () => {
     const rs = await records(uid);
     expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "TOOL_CALL", "TOOL_RESULT", "MODEL_CALL", "OUTPUT", "END"]);
     const out1 = rs[3]!.event!.body;
-    expect(out1.case === "message" && out1.value.parts.map((p) => p.part.case === "toolCall" && p.part.value)).toMatchObject([{ id: "call_1", tool: "lookup", args: { city: "Paris" } }]);
+    expect(out1.case === "message" && out1.value.parts.map((p) => p.part.case === "toolCall" && p.part.value)).toMatchObject([
+      { id: "call_1", tool: "lookup", args: { city: "Paris" } },
+    ]);
     const intent = rs[4]!.event!.body;
-    expect(intent.case === "tool" && intent.value).toMatchObject({ id: "call_1", tool: "lookup", mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${execId}/call_1` });
+    expect(intent.case === "tool" && intent.value).toMatchObject({
+      id: "call_1",
+      tool: "lookup",
+      mediation: Mediation.CONTROLLER_MEDIATED,
+      idempotencyKey: `${execId}/call_1`,
+    });
     const receipt = rs[5]!.event!.body;
     expect(receipt.case === "result" && receipt.value).toMatchObject({ id: "call_1", isError: false, output: { population: 2_100_000 } });
     expect(turn.outputs).toEqual(["", "final: Paris: 2.1M"]);
 
     // The executor: exactly one request, keyed by session and the harness's <execution>/<call id>.
     expect(executor.requests.slice(execs0)).toMatchObject([
-      { key: `${uid}/${execId}/call_1`, body: { session: uid, execution_id: execId, call_id: "call_1", tool: "lookup", args: { city: "Paris" }, idempotency_key: `${execId}/call_1` } },
+      {
+        key: `${uid}/${execId}/call_1`,
+        body: { session: uid, execution_id: execId, call_id: "call_1", tool: "lookup", args: { city: "Paris" }, idempotency_key: `${execId}/call_1` },
+      },
     ]);
     expect(executor.effects.get(`${uid}/${execId}/call_1`)).toBe(1);
 
     // The model: offered the tool, then shown its call and the result.
     const [first, second] = model.requests.slice(models0);
     expect(model.requests.length - models0).toBe(2);
-    expect(first!.body.tools).toEqual([{ type: "function", function: { name: "lookup", description: "Population of a city", parameters: tools[0]!.input_schema } }]);
+    expect(first!.body.tools).toEqual([
+      { type: "function", function: { name: "lookup", description: "Population of a city", parameters: tools[0]!.input_schema } },
+    ]);
     expect(second!.body.messages?.slice(-2)).toEqual([
       { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: '{"city":"Paris"}' } }] },
       { role: "tool", tool_call_id: "call_1", content: "Paris: 2.1M" },
@@ -124,7 +136,11 @@ describe("chat with an approval-gated tool", () => {
     expect(final!.lastSeq).toBe(parked.at(-1)!.seq);
     expect(parked[5]!.seq).toBe(requestSeq);
     const intent = parked[4]!.event!.body;
-    expect(intent.case === "tool" && intent.value).toMatchObject({ id: "call_pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${execId}/call_pay` });
+    expect(intent.case === "tool" && intent.value).toMatchObject({
+      id: "call_pay",
+      mediation: Mediation.REQUIRES_APPROVAL,
+      idempotencyKey: `${execId}/call_pay`,
+    });
     expect(executor.requests.length - execs0).toBe(0);
     expect(model.requests.length - models0).toBe(1);
 
@@ -143,7 +159,12 @@ describe("chat with an approval-gated tool", () => {
     const rs = await records(uid);
     expect(kinds(rs.slice(parked.length))).toEqual(["APPROVAL_RESULT", "TOOL_RESULT", "MODEL_CALL", "OUTPUT", "END", "LIFECYCLE"]);
     const receipt = rs[parked.length + 1]!.event!.body;
-    expect(receipt.case === "result" && receipt.value).toMatchObject({ id: "call_pay", isError: false, code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: requestSeq });
+    expect(receipt.case === "result" && receipt.value).toMatchObject({
+      id: "call_pay",
+      isError: false,
+      code: ToolResult_Code.CODE_UNSPECIFIED,
+      approvalRequestSeq: requestSeq,
+    });
     const answer = rs[parked.length + 3]!.event!.body;
     expect(answer.case === "message" && answer.value.parts[0]?.part).toMatchObject({ case: "text", value: { text: "final: pay done" } });
 
@@ -164,7 +185,12 @@ describe("chat with an approval-gated tool", () => {
 
     const rs = await records(uid);
     const receipt = rs.find((r) => r.event?.kind === EventKind.EVENT_TOOL_RESULT)!.event!.body;
-    expect(receipt.case === "result" && receipt.value).toMatchObject({ id: "call_pay", isError: true, code: ToolResult_Code.APPROVAL_DENIED, approvalRequestSeq: requestSeq });
+    expect(receipt.case === "result" && receipt.value).toMatchObject({
+      id: "call_pay",
+      isError: true,
+      code: ToolResult_Code.APPROVAL_DENIED,
+      approvalRequestSeq: requestSeq,
+    });
     const denial = "Execution of pay was denied: too expensive. The tool did not run.";
     expect(model.requests.length - models0).toBe(2);
     expect(model.requests[models0 + 1]!.body.messages?.at(-1)).toEqual({ role: "tool", tool_call_id: "call_pay", content: denial });

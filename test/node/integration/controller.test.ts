@@ -90,7 +90,10 @@ describe("controller with a real model provider", () => {
     expect(firstDelta).toBeGreaterThan(-1);
     expect(firstDelta).toBeLessThan(order.indexOf("EVENT_OUTPUT"));
     expect(order.indexOf("done")).toBeLessThan(order.indexOf("EVENT_OUTPUT"));
-    const streamed = turn.deltas.filter((d) => !d.done).map((d) => d.chunk).join("");
+    const streamed = turn.deltas
+      .filter((d) => !d.done)
+      .map((d) => d.chunk)
+      .join("");
     expect(streamed).toBe(turn.outputs[0]);
     expect(turn.deltas.every((d) => d.executionId === turn.records[0]!.event!.executionId)).toBe(true);
     expect(kinds(await records(turn.session.metadata!.uid))).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]);
@@ -155,11 +158,13 @@ describe("controller with a real model provider", () => {
 
   // CONTRACT.md §8 (Exec: "missing tool executor → FAILED_PRECONDITION") rather than the INTERNAL of
   // BEHAVIOUR.md's pre-approval tests (its §4.12 version note).
-  it("tool (§8.17 #167): without an executor a host-executed call fails the Exec FAILED_PRECONDITION \"no tool executor configured\" after its intent; an empty key fails INTERNAL before any intent", async () => {
+  it('tool (§8.17 #167): without an executor a host-executed call fails the Exec FAILED_PRECONDITION "no tool executor configured" after its intent; an empty key fails INTERNAL before any intent', async () => {
     const s = await client.create({ harness: "tools" });
     const uid = s.metadata!.uid;
     const config = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
-    const err = await client.exec({ session: uid, inputs: ["go"], config: config({ calls: [{ id: "c1", tool: "charge", args: { cents: 1 } }] }) }).catch((e) => ConnectError.from(e));
+    const err = await client
+      .exec({ session: uid, inputs: ["go"], config: config({ calls: [{ id: "c1", tool: "charge", args: { cents: 1 } }] }) })
+      .catch((e) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((err as ConnectError).rawMessage).toContain("no tool executor configured");
     expect(kinds(await records(uid))).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "ERROR"]);

@@ -78,7 +78,12 @@ describe("DeleteSession", () => {
 
     const deleted = await client.raw.deleteSession({ uid });
     expect(deleted.lastSeq).toBe(5n);
-    for (const call of [() => client.get(uid), () => records(uid), () => client.exec({ session: uid, inputs: ["x"] }), () => client.raw.resume({ session: uid })]) {
+    for (const call of [
+      () => client.get(uid),
+      () => records(uid),
+      () => client.exec({ session: uid, inputs: ["x"] }),
+      () => client.raw.resume({ session: uid }),
+    ]) {
       const err = await call().catch((e) => ConnectError.from(e));
       expect((err as ConnectError).code).toBe(Code.NotFound);
     }

@@ -35,7 +35,12 @@ function heldHarness() {
   const started = new Promise<void>((ok) => (running = ok));
   const harness: Harness = {
     describe: () =>
-      create(HarnessDescriptorSchema, { id: "held-echo", version: "1", models: ["echo"], capabilities: { resumability: Resumability.STATELESS_REPLAY, forkSafe: true } }),
+      create(HarnessDescriptorSchema, {
+        id: "held-echo",
+        version: "1",
+        models: ["echo"],
+        capabilities: { resumability: Resumability.STATELESS_REPLAY, forkSafe: true },
+      }),
     async run(start, sink) {
       running();
       await gate;
@@ -45,7 +50,11 @@ function heldHarness() {
   return { harness, release, started };
 }
 
-const codeOf = (p: Promise<unknown>) => p.then(() => "resolved" as const, (e) => ConnectError.from(e).code);
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => "resolved" as const,
+    (e) => ConnectError.from(e).code,
+  );
 
 describe("the overlap guard over the wire", () => {
   it("exec (§8.17 #176): a second Exec, a Suspend and a Resume while a turn runs are ABORTED and change nothing; the turn completes; Suspend then succeeds", async () => {
@@ -77,7 +86,13 @@ describe("the overlap guard over the wire", () => {
     held.release();
     const done = await first;
     expect(done.outputs).toEqual(["echo:first"]);
-    expect(done.records.map((r) => EventKind[r.event!.kind])).toEqual(["EVENT_EXECUTION_START", "EVENT_INPUT", "EVENT_MODEL_CALL", "EVENT_OUTPUT", "EVENT_END"]);
+    expect(done.records.map((r) => EventKind[r.event!.kind])).toEqual([
+      "EVENT_EXECUTION_START",
+      "EVENT_INPUT",
+      "EVENT_MODEL_CALL",
+      "EVENT_OUTPUT",
+      "EVENT_END",
+    ]);
 
     const suspended = await client.suspend(uid);
     expect(suspended).toMatchObject({ lastSeq: 6n, computeState: ComputeState.COMPUTE_COLD });

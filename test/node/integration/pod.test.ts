@@ -31,7 +31,10 @@ beforeAll(async () => {
   pod = await startPodServer({ harnesses, log: (e) => void podLog.push(e as Record<string, unknown>), stopGraceMs: 2_000 });
   client = new SessionsClient({ server: server.url });
   const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: server.url }));
-  for (const [name, resumability] of [["pod-echo", Resumability.STATELESS_REPLAY], ["pod-counter", Resumability.REQUIRES_MEMORY_SNAPSHOT]] as const) {
+  for (const [name, resumability] of [
+    ["pod-echo", Resumability.STATELESS_REPLAY],
+    ["pod-counter", Resumability.REQUIRES_MEMORY_SNAPSHOT],
+  ] as const) {
     await registry.registerHarness({ name, spec: { placement: { case: "httpRuntime", value: { url: pod.url } }, capabilities: { resumability } } });
   }
 });

@@ -24,7 +24,10 @@ const published: { keys: JwkKey[]; fetches: number } = { keys: [], fetches: 0 };
 
 beforeAll(async () => {
   [first, rotated] = await Promise.all([ecPair(), rsaPair()]);
-  published.keys = [{ ...first.publicJwk, kid: "k1", use: "sig" }, { kty: "oct", k: "c2VjcmV0", kid: "hmac" }];
+  published.keys = [
+    { ...first.publicJwk, kid: "k1", use: "sig" },
+    { kty: "oct", k: "c2VjcmV0", kid: "hmac" },
+  ];
   idp = createServer((req, res) => {
     if (req.url !== "/.well-known/jwks.json") return void res.writeHead(404).end();
     published.fetches++;
@@ -53,7 +56,11 @@ async function clientFor(key: KeyPair, kid: string): Promise<SessionsClient> {
   const token = await sign(key.privateKey, { alg, kid }, { iss: ISSUER, aud: AUDIENCE, sub: "ops", tenant: "jwks-org", roles: "read write", exp: now() + 600 });
   return new SessionsClient({ server: server.url, token });
 }
-const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e) => ConnectError.from(e));
+const errorOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
 
 describe("AUTH_JWT_JWKS_URL", () => {
   it("fetches the provider's keys when first needed, picks up a rotated key, and is not made to refetch per unknown kid", async () => {

@@ -43,19 +43,27 @@ afterAll(async () => {
 
 const now = () => Math.floor(Date.now() / 1000);
 function token(claims: Record<string, unknown> = {}, key = idp, kid = "idp-1"): Promise<string> {
-  return sign(key.privateKey, { alg: key.publicJwk.kty === "EC" ? "ES256" : "RS256", kid }, {
-    iss: ISSUER,
-    aud: AUDIENCE,
-    sub: "user-1",
-    org: "org-a",
-    roles: "read write",
-    iat: now() - 5,
-    exp: now() + 600,
-    ...claims,
-  });
+  return sign(
+    key.privateKey,
+    { alg: key.publicJwk.kty === "EC" ? "ES256" : "RS256", kid },
+    {
+      iss: ISSUER,
+      aud: AUDIENCE,
+      sub: "user-1",
+      org: "org-a",
+      roles: "read write",
+      iat: now() - 5,
+      exp: now() + 600,
+      ...claims,
+    },
+  );
 }
 const client = async (claims: Record<string, unknown> = {}) => new SessionsClient({ server: server.url, token: await token(claims) });
-const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e) => ConnectError.from(e));
+const errorOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
 
 describe("AUTH_MODE=jwt", () => {
   it("a valid token is its principal and tenant; the session records the issuer and subject", async () => {

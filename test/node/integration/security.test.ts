@@ -86,7 +86,11 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 }
 
 const TUNNEL_SPEC = { placement: { case: "tunnel" as const, value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY } };
-const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e) => ConnectError.from(e));
+const errorOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
 
 describe("authentication", () => {
   it("every RPC of every service refuses a missing or unknown key UNAUTHENTICATED, with a hint", async () => {

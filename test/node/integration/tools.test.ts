@@ -96,7 +96,9 @@ describe("host-mediated tools", () => {
     const uid = s.metadata!.uid;
     const before = exec.requests.length;
     exec.next = () => ({ kind: "fail", status: 500 });
-    const err = await client.exec({ session: uid, inputs: ["charge"], config: config([{ id: "c1", tool: "charge", args: { cents: 5 } }]) }).catch((e) => ConnectError.from(e));
+    const err = await client
+      .exec({ session: uid, inputs: ["charge"], config: config([{ id: "c1", tool: "charge", args: { cents: 5 } }]) })
+      .catch((e) => ConnectError.from(e));
     exec.next = () => ({ kind: "ok" });
     expect((err as ConnectError).code).toBe(Code.Internal);
     expect((err as ConnectError).rawMessage).toContain("500");
@@ -110,7 +112,11 @@ describe("host-mediated tools", () => {
     const s = await client.create({ harness: "tools" });
     const before = exec.requests.length;
     const err = await client
-      .exec({ session: s.metadata!.uid, inputs: [], config: new TextEncoder().encode(JSON.stringify({ swallow: true, calls: [{ tool: "x", key: "" }, { tool: "y" }] })) })
+      .exec({
+        session: s.metadata!.uid,
+        inputs: [],
+        config: new TextEncoder().encode(JSON.stringify({ swallow: true, calls: [{ tool: "x", key: "" }, { tool: "y" }] })),
+      })
       .catch((e) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.Internal);
     expect(kinds(await records(s.metadata!.uid))).toEqual(["EXECUTION_START", "ERROR"]);
@@ -145,13 +151,37 @@ describe("approval gates", () => {
     expect(resumed.execState).toBe(ExecState.EXEC_COMPLETED);
     expect(exec.requests.length - before).toBe(1);
     const rs = await records(uid);
-    expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END", "LIFECYCLE"]);
-    expect(receipts(rs)[0]).toMatchObject({ id: "g1", code: ToolResult_Code.CODE_UNSPECIFIED, isError: false, approvalRequestSeq: 4n, approvalDecisionSeq: 6n });
+    expect(kinds(rs)).toEqual([
+      "EXECUTION_START",
+      "INPUT",
+      "TOOL_CALL",
+      "APPROVAL_REQUEST",
+      "LIFECYCLE",
+      "APPROVAL_RESULT",
+      "TOOL_RESULT",
+      "OUTPUT",
+      "END",
+      "LIFECYCLE",
+    ]);
+    expect(receipts(rs)[0]).toMatchObject({
+      id: "g1",
+      code: ToolResult_Code.CODE_UNSPECIFIED,
+      isError: false,
+      approvalRequestSeq: 4n,
+      approvalDecisionSeq: 6n,
+    });
 
     // §8.17 #188: an exact retry after a newer turn returns the original decision and changes nothing.
     const newer = await client.exec({ session: uid, inputs: ["next"], config: config([]) });
     const head = newer.cursor;
-    const retried = await client.raw.approve({ session: uid, executionId: tuple.executionId, toolCallId: tuple.toolCallId, requestSeq: tuple.requestSeq, approved: true, reason: "fine" });
+    const retried = await client.raw.approve({
+      session: uid,
+      executionId: tuple.executionId,
+      toolCallId: tuple.toolCallId,
+      requestSeq: tuple.requestSeq,
+      approved: true,
+      reason: "fine",
+    });
     expect(retried.decision?.seq).toBe(6n);
     expect(retried.decision?.contentHash).toBe(approved.decision?.contentHash);
     expect((await client.get(uid)).lastSeq).toBe(head);
@@ -221,7 +251,12 @@ describe("listings and fork metadata through a restart", () => {
     expect(listed).toHaveLength(4);
     const created = listed.map((x) => x.metadata!.createTime!.seconds * 1_000_000_000n + BigInt(x.metadata!.createTime!.nanos));
     expect([...created].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(created);
-    expect(listed.find((x) => x.metadata!.uid === uids[0])).toMatchObject({ lastSeq: 0n, computeState: 1, model: "m-empty", metadata: { project, name: "empty" } });
+    expect(listed.find((x) => x.metadata!.uid === uids[0])).toMatchObject({
+      lastSeq: 0n,
+      computeState: 1,
+      model: "m-empty",
+      metadata: { project, name: "empty" },
+    });
     const children = listed.filter((x) => x.parentUid === uids[1]);
     expect(children.map((x) => x.metadata!.uid).sort()).toEqual([uids[2], uids[3]].sort());
     expect(await client.get(uids[2]!)).toMatchObject({ labels: { child: "1" }, annotations: { note }, metadata: { name: "kid", project } });

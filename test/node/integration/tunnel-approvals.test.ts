@@ -9,7 +9,17 @@
 import { create, equals, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApprovalResultSchema, EventKind, type EventSchema, Lifecycle_Kind, LogRecordSchema, Mediation, ToolResult_Code, ToolResultSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  ApprovalResultSchema,
+  EventKind,
+  type EventSchema,
+  Lifecycle_Kind,
+  LogRecordSchema,
+  Mediation,
+  ToolResult_Code,
+  ToolResultSchema,
+  type LogRecord,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { Resumability, type ControllerFrame } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
@@ -75,19 +85,26 @@ class GatePeer {
     if (!s) this.streams.push((s = { id, session: f.session, frames: [] }));
     s.frames.push(f);
     const executionId = s.frames[0]!.executionId;
-    const event = (e: Pick<MessageInitShape<typeof EventSchema>, "kind" | "body">) => this.send({ message: { case: "event", value: { stream: id, event: { executionId, ...e } } } });
+    const event = (e: Pick<MessageInitShape<typeof EventSchema>, "kind" | "body">) =>
+      this.send({ message: { case: "event", value: { stream: id, event: { executionId, ...e } } } });
     switch (f.frame.case) {
       case "start":
         event({
           kind: EventKind.EVENT_TOOL_CALL,
-          body: { case: "tool", value: { id: "c1", tool: "refund", args: { amount: 5 }, mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${executionId}/c1` } },
+          body: {
+            case: "tool",
+            value: { id: "c1", tool: "refund", args: { amount: 5 }, mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${executionId}/c1` },
+          },
         });
         break;
       case "park":
         event({ kind: EventKind.EVENT_PARKED, body: { case: "parked", value: f.frame.value } });
         break;
       case "tool":
-        event({ kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text: "continued" } } }] } } });
+        event({
+          kind: EventKind.EVENT_OUTPUT,
+          body: { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text: "continued" } } }] } },
+        });
         event({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
         break;
     }
@@ -152,7 +169,13 @@ describe("approval gates over the wire", () => {
       expect(parked[4]!.event!.body.case === "lifecycle" && parked[4]!.event!.body.value.kind).toBe(Lifecycle_Kind.LIFECYCLE_SUSPEND);
       expect(executorCalls(uid)).toBe(0);
 
-      const decided = await client.approve(uid, { executionId: pending.executionId, toolCallId: "c1", requestSeq: pending.requestSeq, approved: v.approved, reason: v.approved ? "fine" : "too much" });
+      const decided = await client.approve(uid, {
+        executionId: pending.executionId,
+        toolCallId: "c1",
+        requestSeq: pending.requestSeq,
+        approved: v.approved,
+        reason: v.approved ? "fine" : "too much",
+      });
       const decisionSeq = decided.decision!.seq;
       expect(executorCalls(uid)).toBe(0);
 
@@ -162,12 +185,34 @@ describe("approval gates over the wire", () => {
       expect(frameCases(recovery!)).toEqual(["start", "approval", "tool"]);
       const decision = recovery!.frames[1]!.frame;
       const receipt = recovery!.frames[2]!.frame;
-      expect(decision.case === "approval" && decision.value).toMatchObject({ toolCallId: "c1", approved: v.approved, reason: v.approved ? "fine" : "too much", requestSeq: pending.requestSeq });
-      expect(receipt.case === "tool" && receipt.value).toMatchObject({ id: "c1", code: v.code, isError: v.isError, approvalRequestSeq: pending.requestSeq, approvalDecisionSeq: decisionSeq });
+      expect(decision.case === "approval" && decision.value).toMatchObject({
+        toolCallId: "c1",
+        approved: v.approved,
+        reason: v.approved ? "fine" : "too much",
+        requestSeq: pending.requestSeq,
+      });
+      expect(receipt.case === "tool" && receipt.value).toMatchObject({
+        id: "c1",
+        code: v.code,
+        isError: v.isError,
+        approvalRequestSeq: pending.requestSeq,
+        approvalDecisionSeq: decisionSeq,
+      });
       expect(executorCalls(uid)).toBe(v.runs);
 
       const journal = await records(uid);
-      expect(kinds(journal)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END", "LIFECYCLE"]);
+      expect(kinds(journal)).toEqual([
+        "EXECUTION_START",
+        "INPUT",
+        "TOOL_CALL",
+        "APPROVAL_REQUEST",
+        "LIFECYCLE",
+        "APPROVAL_RESULT",
+        "TOOL_RESULT",
+        "OUTPUT",
+        "END",
+        "LIFECYCLE",
+      ]);
       expect(journal[5]!.seq).toBe(decisionSeq);
       const journaled = journal[6]!.event!.body;
       expect(journaled.case === "result" && receipt.case === "tool" && equals(ToolResultSchema, journaled.value, receipt.value)).toBe(true);

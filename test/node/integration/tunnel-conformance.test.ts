@@ -115,7 +115,8 @@ class WirePeer {
 const text = (t: string) => ({ role: "assistant", parts: [{ part: { case: "text" as const, value: { text: t } } }] });
 const output = (s: WireStream, t: string) => s.event({ kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: text(t) } });
 const end = (s: WireStream) => s.event({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
-const fail = (s: WireStream, why: string) => s.event({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "FAILED", error: { description: why } } } });
+const fail = (s: WireStream, why: string) =>
+  s.event({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "FAILED", error: { description: why } } } });
 const startOf = (s: WireStream): Start => {
   const f = s.frames[0]!.frame;
   if (f.case !== "start") throw new Error(`stream ${s.id} did not open with Start`);
@@ -160,12 +161,24 @@ const argOf = new Map<string, string>();
 const validCall = (s: WireStream) =>
   s.event({
     kind: EventKind.EVENT_TOOL_CALL,
-    body: { case: "tool", value: { id: "c1", tool: "lookup", args: { q: argOf.get(s.session) ?? "x" }, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${s.executionId}/c1` } },
+    body: {
+      case: "tool",
+      value: {
+        id: "c1",
+        tool: "lookup",
+        args: { q: argOf.get(s.session) ?? "x" },
+        mediation: Mediation.CONTROLLER_MEDIATED,
+        idempotencyKey: `${s.executionId}/c1`,
+      },
+    },
   });
 const badCall = (s: WireStream, kind: string) =>
   s.event({
     kind: EventKind.EVENT_TOOL_CALL,
-    body: { case: "tool", value: { id: "c1", tool: "lookup", args: BAD_ARGS[kind]!, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${s.executionId}/c1` } },
+    body: {
+      case: "tool",
+      value: { id: "c1", tool: "lookup", args: BAD_ARGS[kind]!, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${s.executionId}/c1` },
+    },
   });
 
 const argsBehaviour: Behaviour = (s, f) => {
@@ -202,7 +215,13 @@ const argsBehaviour: Behaviour = (s, f) => {
 const startsBehaviour: Behaviour = (s, f) => {
   if (f.frame.case === "start") {
     const last = f.frame.value.inputs.at(-1);
-    s.event({ kind: EventKind.EVENT_MODEL_CALL, body: { case: "model", value: { model: "m", id: `m-${s.id}`, messages: [{ role: "user", parts: [{ part: { case: "text", value: { text: textOf(last) } } }] }] } } });
+    s.event({
+      kind: EventKind.EVENT_MODEL_CALL,
+      body: {
+        case: "model",
+        value: { model: "m", id: `m-${s.id}`, messages: [{ role: "user", parts: [{ part: { case: "text", value: { text: textOf(last) } } }] }] },
+      },
+    });
   } else if (f.frame.case === "model") {
     if (interruptOnce.delete(s.session)) fail(s, "interrupted after the model answered");
     else {
@@ -217,7 +236,10 @@ const foreignAckBehaviour: Behaviour = (s, f) => {
   if (f.frame.case === "start") {
     s.event({
       kind: EventKind.EVENT_TOOL_CALL,
-      body: { case: "tool", value: { id: "g1", tool: "pay", args: { amount: 5 }, mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${s.executionId}/g1` } },
+      body: {
+        case: "tool",
+        value: { id: "g1", tool: "pay", args: { amount: 5 }, mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${s.executionId}/g1` },
+      },
     });
   } else if (f.frame.case === "park") {
     s.event({ kind: EventKind.EVENT_PARKED, body: { case: "parked", value: { ...f.frame.value, toolCallId: "foreign" } } });
@@ -353,7 +375,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
 describe("§8.4 execution start over the wire", () => {
   // Byte-exact configs: binary, and whitespace that a JSON round trip would lose.
   const CONFIG_1 = new Uint8Array([0, 255, 32, 10, 9, 0x80, 0]);
-  const CONFIG_2 = new TextEncoder().encode(" {\n\t\"k\" :  1 }\r\n ");
+  const CONFIG_2 = new TextEncoder().encode(' {\n\t"k" :  1 }\r\n ');
   let uid: string;
   let peer: WirePeer;
   /** The live Starts of turn 1 and 2, as the peer received them. */
@@ -445,7 +467,10 @@ describe("§8.5 #28 a foreign park ack over the wire", () => {
     const [stream] = peer.of(uid);
     // Anything the host sent on the stream before Exec returned arrives before the answer to this.
     end(stream!);
-    const refused = await peer.until(() => peer.received.findIndex((m) => m.message.case === "error" && m.message.value.stream === stream!.id) + 1 || undefined, "TunnelError");
+    const refused = await peer.until(
+      () => peer.received.findIndex((m) => m.message.case === "error" && m.message.value.stream === stream!.id) + 1 || undefined,
+      "TunnelError",
+    );
     return { uid, turn, stream: stream!, before: peer.received.slice(0, refused - 1), error: peer.received[refused - 1]! };
   }
 

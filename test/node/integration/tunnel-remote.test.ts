@@ -58,7 +58,11 @@ beforeAll(async () => {
   executor = await startFakeExecutor();
   server = await startDevServer({ vars: { MODEL_BASE_URL: model.url, MODEL_DEFAULT: "m", TOOL_EXECUTOR_URL: executor.url } });
   client = new SessionsClient({ server: server.url });
-  for (const [name, harness] of [["remote-fails", failing], ["remote-model", modelled], ["remote-tools", toolUser]] as const) {
+  for (const [name, harness] of [
+    ["remote-fails", failing],
+    ["remote-model", modelled],
+    ["remote-tools", toolUser],
+  ] as const) {
     const s = serve({ url: server.url, name, harness, backoff: { initialMs: 50, maxMs: 200 } });
     serving.push(s);
     await s.connected;

@@ -80,7 +80,11 @@ class Peer {
 
   /** Sends an OUTPUT then END COMPLETED on `stream` for its execution. */
   finish(stream: string, executionId: string, text: string): void {
-    this.event(stream, { executionId, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text } } }] } } });
+    this.event(stream, {
+      executionId,
+      kind: EventKind.EVENT_OUTPUT,
+      body: { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text } } }] } },
+    });
     this.event(stream, { executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
   }
 

@@ -29,7 +29,10 @@ beforeAll(async () => {
   gates = await startFakeOpenAi();
   server = await startDevServer();
   client = new SessionsClient({ server: server.url });
-  for (const [name, harness] of [["remote-echo", echo], ["remote-counter", counter]] as const) {
+  for (const [name, harness] of [
+    ["remote-echo", echo],
+    ["remote-counter", counter],
+  ] as const) {
     const s = serve({ url: server.url, name, harness, backoff: { initialMs: 50, maxMs: 200 } });
     serving.push(s);
     await s.connected;
@@ -207,7 +210,10 @@ describe("registered tunnel harnesses", () => {
 
   it("registry: sessions are pinned to a registered harness; its descriptor id is enforced; retired ones refuse new sessions", async () => {
     const reg = registry();
-    await reg.registerHarness({ name: "remote-echo", spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "example-echo" } });
+    await reg.registerHarness({
+      name: "remote-echo",
+      spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "example-echo" },
+    });
     const s = await client.create({ harness: "remote-echo" });
     const ok = await client.exec({ session: s.metadata!.uid, inputs: ["pinned"] });
     expect(ok.outputs).toEqual(["echo:pinned"]);
@@ -220,7 +226,10 @@ describe("registered tunnel harnesses", () => {
     const observed = await reg.getHarness({ name: "remote-echo", observe: true });
     expect(observed.observed?.id).toBe("example-echo");
 
-    await reg.registerHarness({ name: "wrong-id", spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "someone-else" } });
+    await reg.registerHarness({
+      name: "wrong-id",
+      spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "someone-else" },
+    });
     const p = serve({ url: server.url, name: "wrong-id", harness: echo });
     await p.connected;
     const w = await client.create({ harness: "wrong-id" });

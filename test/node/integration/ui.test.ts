@@ -127,7 +127,7 @@ describe("page verifier (CONTRACT.md §7)", () => {
     expect(await canon.contentHash(G1_JSON_NAMES, "", "1")).toBe(G1_HASH);
   });
 
-  it("G3: an execution start with inputCount \"0\" hashes to the golden vector", async () => {
+  it('G3: an execution start with inputCount "0" hashes to the golden vector', async () => {
     const event = { executionId: "exec-default", kind: "EVENT_EXECUTION_START", executionStart: { inputCount: "0" } };
     expect(await canon.contentHash(event, "", "1")).toBe("b09cbff45d5a30990c3b72be8b06af6bc509d5a29a849aab5fd42153ef10ec65");
   });
@@ -144,11 +144,43 @@ describe("page verifier (CONTRACT.md §7)", () => {
 
   // Same events through the server's canon (protobuf-es + canonicalize) and the page's.
   const shapes: Array<[string, Json]> = [
-    ["model call with params", { executionId: "e", kind: "EVENT_MODEL_CALL", model: { model: "m", params: { maxTokens: "9", top_p: "1" }, inputHash: "ab", id: "x" } }],
-    ["tool result with Struct output", { kind: "EVENT_TOOL_RESULT", result: { id: "c", output: { camelKey: [1, 1.5, "é"], snake_key: null }, isError: true, code: "EXECUTOR_ERROR", approvalRequestSeq: "7", approvalDecisionSeq: "8" } }],
-    ["message with data, file and reasoning parts", { kind: "EVENT_INPUT", message: { role: "user", parts: [{ data: { data: { aB: { cD: true } } } }, { file: { mime: "image/png", bytes: "AP8gCgk=", name: "n" } }, { reasoning: { provider: "p", modelId: "m", opaqueBytes: "AQ==", validityScope: "e" } }] } }],
+    [
+      "model call with params",
+      { executionId: "e", kind: "EVENT_MODEL_CALL", model: { model: "m", params: { maxTokens: "9", top_p: "1" }, inputHash: "ab", id: "x" } },
+    ],
+    [
+      "tool result with Struct output",
+      {
+        kind: "EVENT_TOOL_RESULT",
+        result: {
+          id: "c",
+          output: { camelKey: [1, 1.5, "é"], snake_key: null },
+          isError: true,
+          code: "EXECUTOR_ERROR",
+          approvalRequestSeq: "7",
+          approvalDecisionSeq: "8",
+        },
+      },
+    ],
+    [
+      "message with data, file and reasoning parts",
+      {
+        kind: "EVENT_INPUT",
+        message: {
+          role: "user",
+          parts: [
+            { data: { data: { aB: { cD: true } } } },
+            { file: { mime: "image/png", bytes: "AP8gCgk=", name: "n" } },
+            { reasoning: { provider: "p", modelId: "m", opaqueBytes: "AQ==", validityScope: "e" } },
+          ],
+        },
+      },
+    ],
     ["approval result", { kind: "EVENT_APPROVAL_RESULT", approvalResult: { toolCallId: "c", approved: true, requestSeq: "3" } }],
-    ["suspend lifecycle", { kind: "EVENT_LIFECYCLE", lifecycle: { kind: "LIFECYCLE_SUSPEND", snapshotLocal: "s", snapshotExternalUri: "u", snapshotMemory: true } }],
+    [
+      "suspend lifecycle",
+      { kind: "EVENT_LIFECYCLE", lifecycle: { kind: "LIFECYCLE_SUSPEND", snapshotLocal: "s", snapshotExternalUri: "u", snapshotMemory: true } },
+    ],
     ["end with an empty error", { executionId: "e", kind: "EVENT_END", end: { state: "FAILED", error: {} } }],
     ["usage", { kind: "EVENT_USAGE", usage: { model: "m", inputTokens: "12", outputTokens: "9007199254740993", reasoningTokens: "1" } }],
   ];

@@ -9,7 +9,13 @@ describe("hostLimits", () => {
   });
 
   it("valid values apply; 0 turns off concurrency and rate limits; ceilings cap the event size and fork count", () => {
-    const l = hostLimits({ MAX_INPUTS_PER_EXEC: "8", MAX_CONCURRENT_EXECS: "0", RATE_LIMIT_PER_SECOND: "0", MAX_EVENT_BYTES: "5000000", MAX_FORK_COUNT: "500" });
+    const l = hostLimits({
+      MAX_INPUTS_PER_EXEC: "8",
+      MAX_CONCURRENT_EXECS: "0",
+      RATE_LIMIT_PER_SECOND: "0",
+      MAX_EVENT_BYTES: "5000000",
+      MAX_FORK_COUNT: "500",
+    });
     expect(l).toMatchObject({ maxInputsPerExec: 8, maxConcurrentExecs: 0, ratePerSecond: 0, maxEventBytes: 1_900_000, maxForkCount: 128 });
     expect(l.ignored).toEqual([]);
   });

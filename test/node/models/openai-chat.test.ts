@@ -6,13 +6,7 @@
 import { createServer } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  MessageSchema,
-  ToolChoiceSchema,
-  ToolChoice_Mode,
-  ToolDefinitionSchema,
-  type Message,
-} from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { MessageSchema, ToolChoiceSchema, ToolChoice_Mode, ToolDefinitionSchema, type Message } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textMessage, textOf, userText } from "../../../proto/messages.js";
 import type { ModelRequest } from "../../../runtimes/harness-spi.js";
 import { createOpenAiChatProvider, type OpenAiChatConfig } from "../../../objects/models/openai-chat.js";
@@ -53,10 +47,7 @@ async function failure(p: Promise<unknown>): Promise<Error> {
 function assistantWithCall(text: string): Message {
   return create(MessageSchema, {
     role: "assistant",
-    parts: [
-      { part: { case: "text", value: { text } } },
-      { part: { case: "toolCall", value: { id: "call_1", tool: "get_weather", args: { city: "Paris" } } } },
-    ],
+    parts: [{ part: { case: "text", value: { text } } }, { part: { case: "toolCall", value: { id: "call_1", tool: "get_weather", args: { city: "Paris" } } } }],
   });
 }
 
@@ -76,7 +67,10 @@ describe("createOpenAiChatProvider", () => {
   it("complete: a streamed answer relays its chunks in order and returns their concatenation", async () => {
     fake.next = () => ({ kind: "answer", text: "Hello, streaming world" });
     const deltas: string[] = [];
-    const res = await provider().complete(request(), opts((c) => deltas.push(c)));
+    const res = await provider().complete(
+      request(),
+      opts((c) => deltas.push(c)),
+    );
     expect(deltas).toEqual(["Hel", "lo, s", "treaming world"]);
     expect(deltas.join("")).toBe(textOf(res.message));
     expect(textOf(res.message)).toBe("Hello, streaming world");

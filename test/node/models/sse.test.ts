@@ -26,7 +26,7 @@ async function events(res: Response, signal = new AbortController().signal): Pro
 
 describe("readSse", () => {
   it("readSse: lines and events split across chunk boundaries are reassembled", async () => {
-    const res = chunked(["da", "ta: hel", "lo\n", "\nd", "ata: {\"a\":", "1}\n\n", "data: last\n", "\n"]);
+    const res = chunked(["da", "ta: hel", "lo\n", "\nd", 'ata: {"a":', "1}\n\n", "data: last\n", "\n"]);
     expect(await events(res)).toEqual(["hello", '{"a":1}', "last"]);
   });
 

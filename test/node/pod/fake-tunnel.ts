@@ -51,7 +51,9 @@ export async function startFakeTunnel(): Promise<FakeTunnel> {
     const token = authorization?.startsWith("Bearer ") ? authorization.slice(7) : "";
     if (refused.has(token)) {
       const body = JSON.stringify({ code: "unauthenticated", message: "this one-time token is unknown, used or expired" });
-      socket.end(`HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

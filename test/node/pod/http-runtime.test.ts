@@ -78,7 +78,11 @@ describe("http runtime: failures", () => {
   });
 
   it("the per-call timeout is UNAVAILABLE and retryable", async () => {
-    const slow = createHttpRuntime({ baseUrl: BASE, timeoutMs: 50, fetch: (_i, init) => new Promise((_r, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))) });
+    const slow = createHttpRuntime({
+      baseUrl: BASE,
+      timeoutMs: 50,
+      fetch: (_i, init) => new Promise((_r, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))),
+    });
     const e = await failure(slow.status(INC));
     expect(e.code).toBe(Code.Unavailable);
     expect(e.cause).toBeInstanceOf(ConnectError);

@@ -47,7 +47,14 @@ afterAll(async () => {
 
 describe("npm run pod", () => {
   it("main: SIGTERM stops every incarnation, then the pod exits 0; logs carry no token", async () => {
-    const pod = await startPod(["--port", String(await freePort()), "--harness", `echo2=${HARNESSES.echo2}`, "--harness", "counter=examples/harnesses/counter.ts"]);
+    const pod = await startPod([
+      "--port",
+      String(await freePort()),
+      "--harness",
+      `echo2=${HARNESSES.echo2}`,
+      "--harness",
+      "counter=examples/harnesses/counter.ts",
+    ]);
     const runtime = createHttpRuntime({ baseUrl: pod.url });
     expect((await runtime.describe("counter")).id).toBe("counter");
     const u = uid();

@@ -220,7 +220,13 @@ describe("fork", () => {
   });
 
   it("fork: without a child uid is INVALID_ARGUMENT", async () => {
-    const e = await rejection(f.runtime.fork({ $typeName: "agentsessions.v1.SnapshotRef", local: uid(), externalUri: "", memory: false, sealed: false }, { childSessionUid: "", copyOnWrite: false }, spec(uid())));
+    const e = await rejection(
+      f.runtime.fork(
+        { $typeName: "agentsessions.v1.SnapshotRef", local: uid(), externalUri: "", memory: false, sealed: false },
+        { childSessionUid: "", copyOnWrite: false },
+        spec(uid()),
+      ),
+    );
     expect(e.code).toBe(Code.InvalidArgument);
   });
 });

@@ -40,7 +40,7 @@ describe("content hash (CONTRACT.md §7.4)", () => {
     expect(contentHash(ev, "", 1n)).toBe("b09cbff45d5a30990c3b72be8b06af6bc509d5a29a849aab5fd42153ef10ec65");
   });
 
-  it("presence: input_count absent renders execution_start:{}, zero renders input_count:\"0\"", () => {
+  it('presence: input_count absent renders execution_start:{}, zero renders input_count:"0"', () => {
     const absent = create(EventSchema, { kind: 12, body: { case: "executionStart", value: {} } });
     const zero = create(EventSchema, { kind: 12, body: { case: "executionStart", value: { inputCount: 0n } } });
     expect(canonicalRecordString(absent, "", 1n)).toContain('"execution_start":{}');
@@ -77,9 +77,7 @@ describe("content hash (CONTRACT.md §7.4)", () => {
       descriptor_id: "echo",
     });
     const { digest, canonical } = specDigest(spec);
-    expect(canonical).toBe(
-      '{"capabilities":{"resumability":"RESUMABILITY_STATELESS_REPLAY"},"descriptor_id":"echo","remote":{"address":"127.0.0.1:9000"}}',
-    );
+    expect(canonical).toBe('{"capabilities":{"resumability":"RESUMABILITY_STATELESS_REPLAY"},"descriptor_id":"echo","remote":{"address":"127.0.0.1:9000"}}');
     expect(digest).toBe("sha256:f0c96c8b67d5dc75be557f64ccd59496eaf9cfb102754ee54e9d4c571eb2eafc");
   });
 

@@ -13,10 +13,7 @@ import { createRegistry, ScalarType, type DescField } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { file_agentsessions_v1_common } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { file_agentsessions_v1_harness, Harness } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
-import {
-  file_agentsessions_v1_harness_registry,
-  HarnessRegistry,
-} from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import { file_agentsessions_v1_harness_registry, HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { file_agentsessions_v1_session, Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 const tables = JSON.parse(readFileSync(new URL("./contract-tables.json", import.meta.url), "utf8")) as {
@@ -88,10 +85,19 @@ describe("wire compatibility with the contract", () => {
       const contract = tables.messages[name];
       expect(contract, `${name} is a contract message`).toBeDefined();
       for (const [n, fname] of extra) {
-        expect(contract!.map((r) => r[0]), `${name}.${fname} reuses a contract number`).not.toContain(n);
-        expect(contract!.map((r) => r[1]), `${name}.${fname} reuses a contract name`).not.toContain(fname);
+        expect(
+          contract!.map((r) => r[0]),
+          `${name}.${fname} reuses a contract number`,
+        ).not.toContain(n);
+        expect(
+          contract!.map((r) => r[1]),
+          `${name}.${fname} reuses a contract name`,
+        ).not.toContain(fname);
         const decl = new RegExp(`// Extension of this project[^\\n]*\\n\\s*\\w+ ${fname} = ${n};`);
-        expect(protoSources.some((src) => decl.test(src)), `${name}.${fname} = ${n} is commented as an extension`).toBe(true);
+        expect(
+          protoSources.some((src) => decl.test(src)),
+          `${name}.${fname} = ${n} is commented as an extension`,
+        ).toBe(true);
       }
     }
     for (const [name, fields] of Object.entries(tables.extensions.messages)) {
@@ -111,7 +117,11 @@ describe("wire compatibility with the contract", () => {
 
   it("reserved numbers: Event 1, 5, 6 and Session 4 are reserved and unused", () => {
     const ranges = (n: string) => registry.getMessage(`agentsessions.v1.${n}`)!.proto.reservedRange.map((r) => [r.start, r.end]);
-    expect(ranges("Event")).toEqual([[1, 2], [5, 6], [6, 7]]);
+    expect(ranges("Event")).toEqual([
+      [1, 2],
+      [5, 6],
+      [6, 7],
+    ]);
     expect(ranges("Session")).toEqual([[4, 5]]);
   });
 

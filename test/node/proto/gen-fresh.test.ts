@@ -26,8 +26,14 @@ describe("generated code", () => {
     });
     execFileSync(join(ROOT, "node_modules/.bin/buf"), ["generate", "--template", template], { cwd: ROOT, stdio: "pipe" });
     const committed = join(ROOT, "proto/gen");
-    const fresh = files(out).map((f) => relative(out, f)).sort();
-    expect(files(committed).map((f) => relative(committed, f)).sort()).toEqual(fresh);
+    const fresh = files(out)
+      .map((f) => relative(out, f))
+      .sort();
+    expect(
+      files(committed)
+        .map((f) => relative(committed, f))
+        .sort(),
+    ).toEqual(fresh);
     for (const f of fresh) {
       expect(readFileSync(join(committed, f), "utf8"), `${f} is stale: run npm run gen`).toBe(readFileSync(join(out, f), "utf8"));
     }

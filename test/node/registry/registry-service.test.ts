@@ -29,7 +29,10 @@ function fakeDirectories(): (tenant: string) => RegistryDirectory {
 
 function inProcessClient(): RegistryClient {
   const service = createRegistryService({}, fakeDirectories());
-  return createClient(HarnessRegistry, createRouterTransport(({ service: route }) => route(HarnessRegistry, service)));
+  return createClient(
+    HarnessRegistry,
+    createRouterTransport(({ service: route }) => route(HarnessRegistry, service)),
+  );
 }
 
 const shared = inProcessClient();
@@ -51,14 +54,19 @@ describe("HarnessRegistry in process, beyond the shared cases", () => {
     expect(r.nextPageToken).toBe("");
   });
 
-  it("storage failure: INTERNAL \"internal error\", never the cause's text", async () => {
+  it('storage failure: INTERNAL "internal error", never the cause\'s text', async () => {
     const boom = async () => {
       throw new Error("SQLITE_FULL: INSERT INTO harnesses ...");
     };
     const broken: RegistryDirectory = { registerHarness: boom, getHarness: boom, listHarnesses: boom, retireHarness: boom };
     const client = createClient(
       HarnessRegistry,
-      createRouterTransport(({ service }) => service(HarnessRegistry, createRegistryService({}, () => broken))),
+      createRouterTransport(({ service }) =>
+        service(
+          HarnessRegistry,
+          createRegistryService({}, () => broken),
+        ),
+      ),
     );
     const calls = [
       client.registerHarness({ name: "x", spec: tunnelSpec() }),

@@ -56,7 +56,11 @@ function scriptedSink(answers: Message[]) {
     async toolCall(call, opts) {
       calls.push(`toolCall:${call.tool}`);
       toolCalls.push({ call, opts });
-      const r = create(ToolResultSchema, { id: call.id, output: { tool: call.tool, args: call.args ?? null }, content: [{ part: { case: "text", value: { text: `${call.tool} ok` } } }] });
+      const r = create(ToolResultSchema, {
+        id: call.id,
+        output: { tool: call.tool, args: call.args ?? null },
+        content: [{ part: { case: "text", value: { text: `${call.tool} ok` } } }],
+      });
       receipts.push(r);
       return r;
     },
@@ -120,9 +124,21 @@ describe("agent loop", () => {
     ]);
     await createChatHarness().run(start({ tools: [tools.lookup, tools.pay] }), sink);
     expect(calls).toEqual(["model", "toolCall:lookup", "toolCall:pay", "model"]);
-    expect(toolCalls[0]!.call).toMatchObject({ id: "c1", tool: "lookup", args: { city: "Paris" }, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${EXEC}/c1` });
+    expect(toolCalls[0]!.call).toMatchObject({
+      id: "c1",
+      tool: "lookup",
+      args: { city: "Paris" },
+      mediation: Mediation.CONTROLLER_MEDIATED,
+      idempotencyKey: `${EXEC}/c1`,
+    });
     expect(toolCalls[0]!.opts).toEqual({ approvalTimeoutSeconds: undefined });
-    expect(toolCalls[1]!.call).toMatchObject({ id: "c2", tool: "pay", args: { amount: 10 }, mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `${EXEC}/c2` });
+    expect(toolCalls[1]!.call).toMatchObject({
+      id: "c2",
+      tool: "pay",
+      args: { amount: 10 },
+      mediation: Mediation.REQUIRES_APPROVAL,
+      idempotencyKey: `${EXEC}/c2`,
+    });
     expect(toolCalls[1]!.opts).toEqual({ approvalTimeoutSeconds: 30 });
   });
 
@@ -146,7 +162,13 @@ describe("agent loop", () => {
   });
 
   it("run: results come back as role tool messages after the assistant's call message in the next model request", async () => {
-    const first = callsMessage([{ id: "c1", tool: "lookup" }, { id: "c2", tool: "pay" }], "checking");
+    const first = callsMessage(
+      [
+        { id: "c1", tool: "lookup" },
+        { id: "c2", tool: "pay" },
+      ],
+      "checking",
+    );
     const { sink, models, receipts } = scriptedSink([first, assistantText("done")]);
     await createChatHarness().run(start({ tools: [tools.lookup, tools.pay] }), sink);
     expect(transcript(models[0]!.messages)).toEqual(["user: go"]);
@@ -185,7 +207,9 @@ describe("agent loop", () => {
 
   it("run: a model still calling tools after max_steps model calls fails the run, and that last call is not executed", async () => {
     const { sink, models, toolCalls } = scriptedSink([callsMessage([{ id: "again", tool: "lookup" }])]);
-    await expect(createChatHarness().run(start({ tools: [tools.lookup], max_steps: 3 }), sink)).rejects.toThrow(/still calling tools after 3 steps \(max_steps\)/);
+    await expect(createChatHarness().run(start({ tools: [tools.lookup], max_steps: 3 }), sink)).rejects.toThrow(
+      /still calling tools after 3 steps \(max_steps\)/,
+    );
     expect(models).toHaveLength(3);
     expect(toolCalls).toHaveLength(2);
   });
@@ -205,12 +229,17 @@ describe("agent loop", () => {
 });
 
 const ev = {
-  start: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { harness: "chat" } } }),
+  start: (id: string) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { harness: "chat" } } }),
   input: (id: string, text: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } }),
   modelCall: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_MODEL_CALL, body: { case: "model", value: { model: "m" } } }),
   output: (id: string, m: Message) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: m } }),
   toolCall: (id: string, callId: string, tool: string) =>
-    create(EventSchema, { executionId: id, kind: EventKind.EVENT_TOOL_CALL, body: { case: "tool", value: { id: callId, tool, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${id}/${callId}` } } }),
+    create(EventSchema, {
+      executionId: id,
+      kind: EventKind.EVENT_TOOL_CALL,
+      body: { case: "tool", value: { id: callId, tool, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `${id}/${callId}` } },
+    }),
   toolResult: (id: string, callId: string, text: string) =>
     create(EventSchema, {
       executionId: id,
@@ -218,7 +247,8 @@ const ev = {
       body: { case: "result", value: { id: callId, content: [{ part: { case: "text", value: { text } } }] } },
     }),
   end: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "completed" } } }),
-  error: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "failed" } } }),
+  error: (id: string) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "failed" } } }),
 };
 
 async function firstRequest(history: Event[], config: unknown = { tools: [tools.lookup] }): Promise<Message[]> {
@@ -242,7 +272,13 @@ describe("history with tool calls", () => {
       ev.end("e1"),
     ];
     const messages = await firstRequest(history);
-    expect(transcript(messages)).toEqual(["user: population of Paris?", "assistant: let me check call:c1:lookup", "tool: result:c1", "assistant: About 2.1 million.", "user: now"]);
+    expect(transcript(messages)).toEqual([
+      "user: population of Paris?",
+      "assistant: let me check call:c1:lookup",
+      "tool: result:c1",
+      "assistant: About 2.1 million.",
+      "user: now",
+    ]);
     expect(messages[1]).toEqual(calling);
     const receipt = history[5]!.body;
     expect(messages[2]!.parts[0]!.part).toEqual({ case: "toolResult", value: receipt.case === "result" ? receipt.value : undefined });
@@ -272,7 +308,13 @@ describe("history with tool calls", () => {
       // An unknown tool (answered in its turn, never journaled) next to a known one.
       ev.start("e1"),
       ev.input("e1", "q1"),
-      ev.output("e1", callsMessage([{ id: "u1", tool: "rm_rf" }, { id: "c1", tool: "lookup" }])),
+      ev.output(
+        "e1",
+        callsMessage([
+          { id: "u1", tool: "rm_rf" },
+          { id: "c1", tool: "lookup" },
+        ]),
+      ),
       ev.toolCall("e1", "c1", "lookup"),
       ev.toolResult("e1", "c1", "r1"),
       ev.output("e1", assistantText("a1")),
@@ -306,7 +348,12 @@ describe("parseChatConfig", () => {
   const parse = (v: unknown) => parseChatConfig(new TextEncoder().encode(JSON.stringify(v)));
 
   it("parseChatConfig: accepts tools with every documented field and a max_steps", () => {
-    const config = { system_prompt: "p", model: "m", tools: [tools.lookup, tools.pay, { name: "t", mediation: "CONTROLLER_MEDIATED", approval_timeout_seconds: 0 }], max_steps: 2 };
+    const config = {
+      system_prompt: "p",
+      model: "m",
+      tools: [tools.lookup, tools.pay, { name: "t", mediation: "CONTROLLER_MEDIATED", approval_timeout_seconds: 0 }],
+      max_steps: 2,
+    };
     expect(parse(config)).toEqual(config);
   });
 
@@ -319,7 +366,9 @@ describe("parseChatConfig", () => {
 
   it("parseChatConfig: rejects a mediation other than CONTROLLER_MEDIATED or REQUIRES_APPROVAL", () => {
     for (const mediation of ["IN_HARNESS_REPORTED", "UNSPECIFIED", "requires_approval", 2]) {
-      expect(() => parse({ tools: [{ name: "x", mediation }] }), String(mediation)).toThrow(/chat tool x: mediation must be CONTROLLER_MEDIATED or REQUIRES_APPROVAL/);
+      expect(() => parse({ tools: [{ name: "x", mediation }] }), String(mediation)).toThrow(
+        /chat tool x: mediation must be CONTROLLER_MEDIATED or REQUIRES_APPROVAL/,
+      );
     }
   });
 

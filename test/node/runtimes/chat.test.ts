@@ -59,14 +59,17 @@ function start(history: Event[], inputs: Message[], config = ""): HarnessStart {
 }
 
 const ev = {
-  start: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { harness: "chat" } } }),
+  start: (id: string) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { harness: "chat" } } }),
   input: (id: string, text: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(text) } }),
   modelCall: (id: string, seen: Message[]) =>
     create(EventSchema, { executionId: id, kind: EventKind.EVENT_MODEL_CALL, body: { case: "model", value: { model: "m", messages: seen } } }),
-  output: (id: string, text: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: assistantText(text) } }),
+  output: (id: string, text: string) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: assistantText(text) } }),
   usage: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_USAGE, body: { case: "usage", value: { model: "m", inputTokens: 1n } } }),
   end: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "completed" } } }),
-  error: (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "model failed" } } }),
+  error: (id: string) =>
+    create(EventSchema, { executionId: id, kind: EventKind.EVENT_ERROR, body: { case: "error", value: { code: 13, description: "model failed" } } }),
   lifecycle: (kind: Lifecycle_Kind) => create(EventSchema, { kind: EventKind.EVENT_LIFECYCLE, body: { case: "lifecycle", value: { kind, detail: "x" } } }),
 };
 
@@ -149,7 +152,7 @@ describe("chat harness", () => {
     expect(models[0]!.model).toBe("gpt-4o-mini");
   });
 
-  it("run: asks for model \"\" when the config names none", async () => {
+  it('run: asks for model "" when the config names none', async () => {
     for (const config of ["", "{}", JSON.stringify({ system_prompt: "p" })]) {
       const { sink, models } = recordingSink();
       await createChatHarness({ models: ["gpt-x"] }).run(start([], [userText("hi")], config), sink);

@@ -23,7 +23,8 @@ function remote(peer: Peer, descriptorVersion = "1") {
   const sent: ControllerFrame[] = [];
   const closed: string[] = [];
   const channel: TunnelChannel = {
-    describe: async () => create(HarnessDescriptorSchema, { id: "remote", version: descriptorVersion, capabilities: { resumability: Resumability.STATELESS_REPLAY } }),
+    describe: async () =>
+      create(HarnessDescriptorSchema, { id: "remote", version: descriptorVersion, capabilities: { resumability: Resumability.STATELESS_REPLAY } }),
     open: async () => ({ ok: true }),
     async send(stream, frame) {
       sent.push(frame);
@@ -38,14 +39,23 @@ function remote(peer: Peer, descriptorVersion = "1") {
     },
     close: async (_stream, reason) => void closed.push(reason),
   };
-  const harness = createTunnelHarness({ name: "remote", channel, inbox, decisionOf, isPark: (e): e is ApprovalParkedError => e instanceof ApprovalParkedError });
+  const harness = createTunnelHarness({
+    name: "remote",
+    channel,
+    inbox,
+    decisionOf,
+    isPark: (e): e is ApprovalParkedError => e instanceof ApprovalParkedError,
+  });
   return { harness, sent, closed };
 }
 
 /** The echo harness, written against the wire. */
 const echoPeer: Peer = (f, emit) => {
   if (f.frame.case === "start") {
-    emit({ kind: EventKind.EVENT_MODEL_CALL, body: { case: "model", value: { model: "m", id: "corr-1", messages: [userText(textOf(f.frame.value.inputs.at(-1)))] } } as never });
+    emit({
+      kind: EventKind.EVENT_MODEL_CALL,
+      body: { case: "model", value: { model: "m", id: "corr-1", messages: [userText(textOf(f.frame.value.inputs.at(-1)))] } } as never,
+    });
   } else if (f.frame.case === "model") {
     expect(f.frame.value.modelCallId).toBe("corr-1");
     emit({ kind: EventKind.EVENT_USAGE, body: { case: "usage", value: { model: "m", inputTokens: 1n } } as never });
@@ -75,7 +85,8 @@ describe("tunnel harness", () => {
   it("tunnel: a remote harness's failure ends the turn with ERROR carrying its description", async () => {
     const fx = newLog();
     const r = remote((f, emit) => {
-      if (f.frame.case === "start") emit({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "FAILED", error: { description: "remote boom" } } } as never });
+      if (f.frame.case === "start")
+        emit({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "FAILED", error: { description: "remote boom" } } } as never });
     });
     const out = await liveTurn(fx, r.harness, scriptedModels(echoScript), ["x"], { name: "remote" });
     expect(out).toMatchObject({ kind: "failed", message: "remote boom" });
@@ -96,7 +107,8 @@ describe("tunnel harness", () => {
   it("tunnel: host-owned kinds from the harness are a protocol error", async () => {
     const fx = newLog();
     const r = remote((f, emit) => {
-      if (f.frame.case === "start") emit({ kind: EventKind.EVENT_APPROVAL_RESULT, body: { case: "approvalResult", value: { toolCallId: "x", approved: true } } as never });
+      if (f.frame.case === "start")
+        emit({ kind: EventKind.EVENT_APPROVAL_RESULT, body: { case: "approvalResult", value: { toolCallId: "x", approved: true } } as never });
     });
     const out = await liveTurn(fx, r.harness, scriptedModels(echoScript), ["x"], { name: "remote" });
     expect(out).toMatchObject({ kind: "failed" });
@@ -108,7 +120,10 @@ describe("tunnel harness", () => {
     const ex = fakeExecutor();
     const r = remote((f, emit) => {
       if (f.frame.case === "start") {
-        emit({ kind: EventKind.EVENT_TOOL_CALL, body: { case: "tool", value: { id: "t1", tool: "lookup", args: { q: 1 }, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: "k" } } as never });
+        emit({
+          kind: EventKind.EVENT_TOOL_CALL,
+          body: { case: "tool", value: { id: "t1", tool: "lookup", args: { q: 1 }, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: "k" } } as never,
+        });
       } else if (f.frame.case === "tool") {
         expect(f.frame.value.id).toBe("t1");
         emit({ kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } as never });
@@ -125,7 +140,10 @@ describe("tunnel harness", () => {
     let parkFrame: ControllerFrame | undefined;
     const r = remote((f, emit) => {
       if (f.frame.case === "start") {
-        emit({ kind: EventKind.EVENT_TOOL_CALL, body: { case: "tool", value: { id: "g1", tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: "k" } } as never });
+        emit({
+          kind: EventKind.EVENT_TOOL_CALL,
+          body: { case: "tool", value: { id: "g1", tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: "k" } } as never,
+        });
       } else if (f.frame.case === "park") {
         parkFrame = f;
         emit({ kind: EventKind.EVENT_PARKED, body: { case: "parked", value: f.frame.value } as never });
@@ -141,7 +159,10 @@ describe("tunnel harness", () => {
     const fx = newLog();
     const r = remote((f, emit) => {
       if (f.frame.case === "start") {
-        emit({ kind: EventKind.EVENT_TOOL_CALL, body: { case: "tool", value: { id: "g1", tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: "k" } } as never });
+        emit({
+          kind: EventKind.EVENT_TOOL_CALL,
+          body: { case: "tool", value: { id: "g1", tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: "k" } } as never,
+        });
       } else if (f.frame.case === "park") {
         emit({ kind: EventKind.EVENT_PARKED, body: { case: "parked", value: { ...f.frame.value, toolCallId: "foreign" } } as never });
       }

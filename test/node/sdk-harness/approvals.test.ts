@@ -16,17 +16,19 @@ describe("approvals", () => {
   it("park: the tool call rejects with ApprovalParkedError, exactly one PARKED echoes the ref, then silence", async () => {
     const errors: unknown[] = [];
     let signalReason: unknown;
-    const { conn } = await serveOn(harnessOf(async (start, sink) => {
-      try {
-        await sink.toolCall(gated);
-      } catch (e) {
-        errors.push(e);
-      }
-      signalReason = start.signal.reason;
-      // A harness that carries on after a park: every later call fails with the same park.
-      await sink.output("after the park").catch((e: unknown) => errors.push(e));
-      // ...and returning normally sends no END either.
-    }));
+    const { conn } = await serveOn(
+      harnessOf(async (start, sink) => {
+        try {
+          await sink.toolCall(gated);
+        } catch (e) {
+          errors.push(e);
+        }
+        signalReason = start.signal.reason;
+        // A harness that carries on after a park: every later call fails with the same park.
+        await sink.output("after the park").catch((e: unknown) => errors.push(e));
+        // ...and returning normally sends no END either.
+      }),
+    );
     conn.start("s1", {}, undefined, "e1");
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_TOOL_CALL", tool: { id: "c1", mediation: "MEDIATION_REQUIRES_APPROVAL" } });
     conn.frame("s1", { frame: { case: "park", value: { executionId: "e1", toolCallId: "c1", requestSeq: 12n } } });
@@ -54,7 +56,12 @@ describe("approvals", () => {
     await conn.event("s1");
     conn.frame("s1", { frame: { case: "approval", value: { toolCallId: "c1", approved: false, reason: "too much", requestSeq: 12n } } });
     await conn.silent("s1", 100); // the approval alone answers nothing
-    conn.frame("s1", { frame: { case: "tool", value: { id: "c1", isError: true, code: ToolResult_Code.APPROVAL_DENIED, error: "denied", approvalRequestSeq: 12n, approvalDecisionSeq: 14n } } });
+    conn.frame("s1", {
+      frame: {
+        case: "tool",
+        value: { id: "c1", isError: true, code: ToolResult_Code.APPROVAL_DENIED, error: "denied", approvalRequestSeq: 12n, approvalDecisionSeq: 14n },
+      },
+    });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });
     expect(got).toMatchObject({ id: "c1", isError: true, code: ToolResult_Code.APPROVAL_DENIED, approvalRequestSeq: 12n, approvalDecisionSeq: 14n });
   });
@@ -65,7 +72,9 @@ describe("approvals", () => {
     await conn.event("s1");
     conn.frame("s1", { frame: { case: "approval", value: { toolCallId: "c1", approved: true, requestSeq: 12n } } });
     conn.frame("s1", { frame: { case: "tool", value: { id: "c1", approvalRequestSeq: 99n, approvalDecisionSeq: 100n } } });
-    expect(j(await conn.event("s1"))).toMatchObject({ end: { state: "FAILED", error: { description: 'the receipt of tool call "c1" does not match its approval' } } });
+    expect(j(await conn.event("s1"))).toMatchObject({
+      end: { state: "FAILED", error: { description: 'the receipt of tool call "c1" does not match its approval' } },
+    });
   });
 
   it("decided gate: an approval for another call fails the execution", async () => {

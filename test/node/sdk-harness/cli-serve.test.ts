@@ -44,7 +44,9 @@ describe("agentctl harness serve", () => {
     conn.start("s1", { inputs: [userText("first"), userText("last one")] });
     const call = await conn.event("s1");
     expect(call.body.case === "model" && [call.body.value.model, textOf(call.body.value.messages[0])]).toEqual(["echo", "last one"]);
-    conn.frame("s1", { frame: { case: "model", value: { message: assistantText("echo:last one"), modelCallId: call.body.case === "model" ? call.body.value.id : "" } } });
+    conn.frame("s1", {
+      frame: { case: "model", value: { message: assistantText("echo:last one"), modelCallId: call.body.case === "model" ? call.body.value.id : "" } },
+    });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });
 
     p.child.kill("SIGINT");
@@ -94,7 +96,10 @@ describe("examples/harnesses/counter.ts", () => {
     const { conn } = await serveOn(counter, { name: "counter" });
     const hello = await conn.hello();
     expect(hello.descriptor).toMatchObject({ id: "counter", capabilities: { resumability: 2, forkSafe: false } });
-    for (const [stream, n] of [["a", "1"], ["b", "2"]] as const) {
+    for (const [stream, n] of [
+      ["a", "1"],
+      ["b", "2"],
+    ] as const) {
       conn.start(stream);
       expect(j(await conn.event(stream))).toMatchObject({ kind: "EVENT_OUTPUT", message: { parts: [{ text: { text: n } }] } });
       expect(j(await conn.event(stream))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });

@@ -49,10 +49,16 @@ export async function startFakeHost(o: FakeHostOptions = {}): Promise<FakeHost> 
   let n = 0;
   http.on("upgrade", (req: IncomingMessage, socket, head) => {
     requests.push({ url: req.url ?? "", headers: req.headers });
-    const refusal = o.refuse ?? (o.token !== undefined && req.headers.authorization !== `Bearer ${o.token}` ? { status: 401, code: "unauthenticated", message: "bad or missing token" } : undefined);
+    const refusal =
+      o.refuse ??
+      (o.token !== undefined && req.headers.authorization !== `Bearer ${o.token}`
+        ? { status: 401, code: "unauthenticated", message: "bad or missing token" }
+        : undefined);
     if (refusal) {
       const body = JSON.stringify({ code: refusal.code, message: refusal.message });
-      socket.end(`HTTP/1.1 ${refusal.status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${refusal.status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {

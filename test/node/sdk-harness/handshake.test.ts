@@ -27,7 +27,10 @@ describe("handshake", () => {
     expect(hello.agent).toBe(SDK_AGENT);
     expect(create(HarnessDescriptorSchema, hello.descriptor)).toEqual(DESCRIPTOR);
     expect(serving.connectionId).toBe(conn.id);
-    expect(statuses).toEqual([{ state: "connecting", attempt: 1 }, { state: "connected", connectionId: conn.id, session: "" }]);
+    expect(statuses).toEqual([
+      { state: "connecting", attempt: 1 },
+      { state: "connected", connectionId: conn.id, session: "" },
+    ]);
   });
 
   it("connect: sends no Authorization header without a token", async () => {
@@ -59,8 +62,18 @@ describe("handshake", () => {
   it("refusal: a 401 stops serving with unauthenticated and the host's message, without retrying", async () => {
     const host = await startFakeHost({ token: "right" });
     const statuses: ServeStatus[] = [];
-    const serving = serve({ url: host.url, token: "wrong", name: "test-harness", harness: idle, backoff: { initialMs: 10 }, onStatus: (s) => statuses.push(s) });
-    const err = await serving.stopped.then(() => undefined, (e: unknown) => e);
+    const serving = serve({
+      url: host.url,
+      token: "wrong",
+      name: "test-harness",
+      harness: idle,
+      backoff: { initialMs: 10 },
+      onStatus: (s) => statuses.push(s),
+    });
+    const err = await serving.stopped.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.Unauthenticated);
     expect((err as ConnectError).rawMessage).toBe("bad or missing token");
@@ -77,7 +90,10 @@ describe("handshake", () => {
     const conn = await host.nextConnection();
     await conn.hello();
     conn.send({ message: { case: "error", value: { code: Code.AlreadyExists, message: "the name echo is built in" } } });
-    const err = await serving.stopped.then(() => undefined, (e: unknown) => ConnectError.from(e));
+    const err = await serving.stopped.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
     expect(err?.code).toBe(Code.AlreadyExists);
     expect(err?.rawMessage).toBe("the name echo is built in");
     await host.close();

@@ -48,7 +48,13 @@ describe("reconnect", () => {
     const gone = await startFakeHost();
     await gone.close();
     const statuses: ServeStatus[] = [];
-    const serving = serve({ url: gone.url, name: "test-harness", harness: echoHarness, backoff: { initialMs: 10, maxMs: 40 }, onStatus: (s) => statuses.push(s) });
+    const serving = serve({
+      url: gone.url,
+      name: "test-harness",
+      harness: echoHarness,
+      backoff: { initialMs: 10, maxMs: 40 },
+      onStatus: (s) => statuses.push(s),
+    });
     await expect.poll(() => statuses.filter((s) => s.state === "disconnected").length).toBeGreaterThanOrEqual(4);
     const delays = statuses.flatMap((s) => (s.state === "disconnected" ? [s.retryInMs] : []));
     expect(delays.every((d) => d >= 5 && d <= 40)).toBe(true);
@@ -61,7 +67,13 @@ describe("reconnect", () => {
   it("refusal: a 503 is retried, not terminal", async () => {
     const host = await startFakeHost({ refuse: { status: 503, code: "unavailable", message: "starting up" } });
     const statuses: ServeStatus[] = [];
-    const serving = serve({ url: host.url, name: "test-harness", harness: echoHarness, backoff: { initialMs: 10, maxMs: 20 }, onStatus: (s) => statuses.push(s) });
+    const serving = serve({
+      url: host.url,
+      name: "test-harness",
+      harness: echoHarness,
+      backoff: { initialMs: 10, maxMs: 20 },
+      onStatus: (s) => statuses.push(s),
+    });
     await expect.poll(() => host.requests.length).toBeGreaterThanOrEqual(2);
     expect(statuses.find((s) => s.state === "disconnected")).toMatchObject({ reason: "the host answered HTTP 503: starting up" });
     await serving.close();
@@ -71,13 +83,19 @@ describe("reconnect", () => {
   it("close: Goodbye first, an open stream finishes and sends END, a new Start is refused, then the socket closes", async () => {
     const hold = deferred();
     const started = deferred();
-    const { conn, serving } = await serveOn(harnessOf(() => (started.resolve(), hold.promise)), { drainMs: 5_000 });
+    const { conn, serving } = await serveOn(
+      harnessOf(() => (started.resolve(), hold.promise)),
+      { drainMs: 5_000 },
+    );
     conn.start("s1");
     await started.promise;
     const closing = serving.close();
     await conn.goodbye();
     conn.start("s2");
-    expect(j(await conn.event("s2"))).toMatchObject({ kind: "EVENT_END", end: { state: "FAILED", error: { description: expect.stringMatching(/shutting down/) } } });
+    expect(j(await conn.event("s2"))).toMatchObject({
+      kind: "EVENT_END",
+      end: { state: "FAILED", error: { description: expect.stringMatching(/shutting down/) } },
+    });
     hold.resolve();
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });
     await closing;

@@ -16,8 +16,14 @@ const j = (e: Event) => toJson(EventSchema, e) as Record<string, unknown>;
 function pendingModelHarness() {
   const ended = deferred<{ callError: unknown; laterError: unknown; start: HarnessStart }>();
   const h = harnessOf(async (start, sink) => {
-    const callError = await sink.model({ model: "echo", messages: [userText("x")] }).then(() => undefined, (e: unknown) => e);
-    const laterError = await sink.output("late").then(() => undefined, (e: unknown) => e);
+    const callError = await sink.model({ model: "echo", messages: [userText("x")] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const laterError = await sink.output("late").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     ended.resolve({ callError, laterError, start });
   });
   return { h, ended: ended.promise };
@@ -55,7 +61,10 @@ describe("stream close", () => {
     conn.start("s1");
     await conn.event("s1");
     conn.frame("s1", { frame: { case: "cancel", value: { reason: "USER" } } });
-    expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "CANCELED", error: { description: "the host canceled the execution (USER)" } } });
+    expect(j(await conn.event("s1"))).toMatchObject({
+      kind: "EVENT_END",
+      end: { state: "CANCELED", error: { description: "the host canceled the execution (USER)" } },
+    });
     expect((await ended).start.signal.aborted).toBe(true);
     await conn.silent("s1", 300);
   });

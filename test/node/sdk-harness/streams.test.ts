@@ -4,7 +4,16 @@
  */
 import { create, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EventKind, EventSchema, ToolCallSchema, ToolResultSchema, UsageSchema, Mediation, type Event, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  EventKind,
+  EventSchema,
+  ToolCallSchema,
+  ToolResultSchema,
+  UsageSchema,
+  Mediation,
+  type Event,
+  type ToolResult,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { assistantText, textOf, userText } from "../../../proto/messages.js";
 import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { FakeConnection } from "./fake-host.js";
@@ -23,7 +32,13 @@ function answerEcho(conn: FakeConnection, stream: string, ev: Event): void {
 describe("streams", () => {
   it("echo: runs the built-in echo unchanged: one MODEL_CALL, the answer, END COMPLETED", async () => {
     const seen: string[] = [];
-    const echo = { ...echoHarness, run: async (...a: Parameters<typeof echoHarness.run>) => { await echoHarness.run(...a); seen.push("done"); } };
+    const echo = {
+      ...echoHarness,
+      run: async (...a: Parameters<typeof echoHarness.run>) => {
+        await echoHarness.run(...a);
+        seen.push("done");
+      },
+    };
     const { conn } = await serveOn(echo);
     conn.start("s1", { inputs: [userText("hi")] }, "sess-aaaaaaaaaaaaaaaaaaaaaaaa", "e1");
     const call = await conn.event("s1");
@@ -56,13 +71,19 @@ describe("streams", () => {
 
   it("output, usage, report: one event each, in call order, then END", async () => {
     const result = create(ToolResultSchema, { id: "t1", output: { ok: true } });
-    const { conn } = await serveOn(harnessOf(async (_s, sink) => {
-      await sink.output("a");
-      await sink.usage(create(UsageSchema, { inputTokens: 3n, outputTokens: 4n }));
-      await sink.report(result);
-    }));
+    const { conn } = await serveOn(
+      harnessOf(async (_s, sink) => {
+        await sink.output("a");
+        await sink.usage(create(UsageSchema, { inputTokens: 3n, outputTokens: 4n }));
+        await sink.report(result);
+      }),
+    );
     conn.start("s1");
-    expect(j(await conn.event("s1"))).toEqual({ executionId: "exec-s1", kind: "EVENT_OUTPUT", message: { role: "assistant", parts: [{ text: { text: "a" } }] } });
+    expect(j(await conn.event("s1"))).toEqual({
+      executionId: "exec-s1",
+      kind: "EVENT_OUTPUT",
+      message: { role: "assistant", parts: [{ text: { text: "a" } }] },
+    });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_USAGE", usage: { inputTokens: "3", outputTokens: "4" } });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_TOOL_RESULT", result: { id: "t1", output: { ok: true } } });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });
@@ -70,14 +91,16 @@ describe("streams", () => {
 
   it("model: rejects an answer with another model_call_id and fails the execution", async () => {
     let caught: unknown;
-    const { conn } = await serveOn(harnessOf(async (_s, sink) => {
-      try {
-        await sink.model({ model: "echo", messages: [userText("x")] });
-      } catch (e) {
-        caught = e;
-        return; // even a harness that swallows it cannot complete the execution
-      }
-    }));
+    const { conn } = await serveOn(
+      harnessOf(async (_s, sink) => {
+        try {
+          await sink.model({ model: "echo", messages: [userText("x")] });
+        } catch (e) {
+          caught = e;
+          return; // even a harness that swallows it cannot complete the execution
+        }
+      }),
+    );
     conn.start("s1");
     await conn.event("s1");
     conn.frame("s1", { frame: { case: "model", value: { message: assistantText("?"), modelCallId: "not-yours" } } });
@@ -93,7 +116,10 @@ describe("streams", () => {
     const { conn } = await serveOn(harnessOf(() => hold.promise));
     conn.start("s1");
     conn.frame("s1", { frame: { case: "model", value: { message: assistantText("?"), modelCallId: "x" } } });
-    expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "FAILED", error: { description: "the host sent a model result while no model call was outstanding" } } });
+    expect(j(await conn.event("s1"))).toMatchObject({
+      kind: "EVENT_END",
+      end: { state: "FAILED", error: { description: "the host sent a model result while no model call was outstanding" } },
+    });
     hold.resolve();
     await conn.silent("s1");
   });
@@ -103,34 +129,50 @@ describe("streams", () => {
     const call = create(ToolCallSchema, { id: "c1", tool: "lookup", args: { q: "x" }, mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: "e/c1" });
     const { conn } = await serveOn(harnessOf(async (_s, sink) => void (got = await sink.toolCall(call))));
     conn.start("s1");
-    expect(j(await conn.event("s1"))).toEqual({ executionId: "exec-s1", kind: "EVENT_TOOL_CALL", tool: { id: "c1", tool: "lookup", args: { q: "x" }, mediation: "MEDIATION_CONTROLLER_MEDIATED", idempotencyKey: "e/c1" } });
+    expect(j(await conn.event("s1"))).toEqual({
+      executionId: "exec-s1",
+      kind: "EVENT_TOOL_CALL",
+      tool: { id: "c1", tool: "lookup", args: { q: "x" }, mediation: "MEDIATION_CONTROLLER_MEDIATED", idempotencyKey: "e/c1" },
+    });
     conn.frame("s1", { frame: { case: "tool", value: { id: "c1", output: { answer: 42 } } } });
     expect(j(await conn.event("s1"))).toMatchObject({ kind: "EVENT_END", end: { state: "COMPLETED" } });
     expect(got?.output).toEqual({ answer: 42 });
   });
 
   it("toolCall: a result for another call id fails the execution", async () => {
-    const { conn } = await serveOn(harnessOf(async (_s, sink) => void (await sink.toolCall(create(ToolCallSchema, { id: "c1", tool: "t", idempotencyKey: "k" })))));
+    const { conn } = await serveOn(
+      harnessOf(async (_s, sink) => void (await sink.toolCall(create(ToolCallSchema, { id: "c1", tool: "t", idempotencyKey: "k" })))),
+    );
     conn.start("s1");
     await conn.event("s1");
     conn.frame("s1", { frame: { case: "tool", value: { id: "c2" } } });
-    expect(j(await conn.event("s1"))).toMatchObject({ end: { state: "FAILED", error: { description: 'the host sent the result of tool call "c2", but the outstanding call is "c1"' } } });
+    expect(j(await conn.event("s1"))).toMatchObject({
+      end: { state: "FAILED", error: { description: 'the host sent the result of tool call "c2", but the outstanding call is "c1"' } },
+    });
   });
 
   it("run: a rejection sends END FAILED with its message", async () => {
-    const { conn } = await serveOn(harnessOf(async () => {
-      throw new Error("the model refused");
-    }));
+    const { conn } = await serveOn(
+      harnessOf(async () => {
+        throw new Error("the model refused");
+      }),
+    );
     conn.start("s1");
-    expect(j(await conn.event("s1"))).toEqual({ executionId: "exec-s1", kind: "EVENT_END", end: { state: "FAILED", error: { description: "the model refused" } } });
+    expect(j(await conn.event("s1"))).toEqual({
+      executionId: "exec-s1",
+      kind: "EVENT_END",
+      end: { state: "FAILED", error: { description: "the model refused" } },
+    });
   });
 
   it("sink: calls within a stream are serialized: the second event waits for the first answer", async () => {
-    const { conn } = await serveOn(harnessOf(async (_s, sink) => {
-      const a = sink.model({ model: "echo", messages: [userText("1")] });
-      const b = sink.output("after");
-      await Promise.all([a, b]);
-    }));
+    const { conn } = await serveOn(
+      harnessOf(async (_s, sink) => {
+        const a = sink.model({ model: "echo", messages: [userText("1")] });
+        const b = sink.output("after");
+        await Promise.all([a, b]);
+      }),
+    );
     conn.start("s1");
     const call = await conn.event("s1");
     await conn.silent("s1", 200);

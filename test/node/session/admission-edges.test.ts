@@ -119,7 +119,9 @@ describe("the live re-check's bound (§8.16 #152)", () => {
       },
       run: (start, sink) => toolsHarness.run(start, sink),
     };
-    const fx = setup({}, undefined, { remote: async (name) => (name === "pod-tools" ? { harness: placed, registered: true, runtime: backend.runtime } : undefined) });
+    const fx = setup({}, undefined, {
+      remote: async (name) => (name === "pod-tools" ? { harness: placed, registered: true, runtime: backend.runtime } : undefined),
+    });
     await createSession(fx.host, "pod-tools");
     expect((await drain(fx.host.exec(execReq({ inputs: [userText("one")] })))).failure).toBeUndefined();
     const head = session(fx.host).lastSeq;
@@ -178,7 +180,11 @@ describe("Resume during an Exec's placement (§8.17 #177)", () => {
 
 describe("Resume of a malformed log (§8.17 #181)", () => {
   const start = (id: string, inputCount: bigint) =>
-    create(EventSchema, { executionId: id, kind: EventKind.EVENT_EXECUTION_START, body: { case: "executionStart", value: { inputCount, harness: "echo", harnessVersion: "1" } } });
+    create(EventSchema, {
+      executionId: id,
+      kind: EventKind.EVENT_EXECUTION_START,
+      body: { case: "executionStart", value: { inputCount, harness: "echo", harnessVersion: "1" } },
+    });
   const input = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText("x") } });
   const output = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } });
   const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKind.EVENT_END, body: { case: "end", value: { state: "COMPLETED" } } });
@@ -189,7 +195,14 @@ describe("Resume of a malformed log (§8.17 #181)", () => {
     await createSession(fx.host);
     const w = new Journal(fx.db).append(events, { fence: 0n, mintFence: true });
     if (!w.ok) throw new Error(w.reason);
-    const host = new SessionHost({ db: fx.db, now: fx.now, models: (m) => createModelInvoker({ sessionModel: m }), directory: async () => undefined, erase: async () => undefined, log: () => undefined });
+    const host = new SessionHost({
+      db: fx.db,
+      now: fx.now,
+      models: (m) => createModelInvoker({ sessionModel: m }),
+      directory: async () => undefined,
+      erase: async () => undefined,
+      log: () => undefined,
+    });
     return host;
   }
 
@@ -206,7 +219,11 @@ describe("Resume of a malformed log (§8.17 #181)", () => {
   }
 
   it("resume (§8.17 #181): a record without an execution id fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
-    const msg = await expectRefused([start("a", 1n), input("a"), create(EventSchema, { kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } })]);
+    const msg = await expectRefused([
+      start("a", 1n),
+      input("a"),
+      create(EventSchema, { kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } }),
+    ]);
     expect(msg).toContain("record 3 (EVENT_OUTPUT) has no execution id");
   });
 
@@ -252,7 +269,11 @@ describe("approve on an unknown session (§8.17 #186)", () => {
   it("approve (§8.17 #186): an unknown session is not found; no storage is created and no compute touched", () => {
     const inner = createBuiltinRuntime();
     const calls: string[] = [];
-    const runtime: Runtime = { ...inner, create: (spec) => (calls.push("create"), inner.create(spec)), snapshot: (i, k) => (calls.push("snapshot"), inner.snapshot(i, k)) };
+    const runtime: Runtime = {
+      ...inner,
+      create: (spec) => (calls.push("create"), inner.create(spec)),
+      snapshot: (i, k) => (calls.push("snapshot"), inner.snapshot(i, k)),
+    };
     const fx = setup({}, undefined, { runtime });
     const r = fx.host.approve({ executionId: "e", toolCallId: "t", requestSeq: 3n, approved: true, reason: "" });
     expect(r).toMatchObject({ ok: false, reason: "session_not_found" });
@@ -278,7 +299,14 @@ describe("approve when the recorded harness is gone (§8.17 #187)", () => {
     const calls = backend.calls.length;
     const head = session(fx.host).lastSeq;
 
-    const d = { executionId: p.executionId, toolCallId: p.toolCallId, requestSeq: p.requestSeq, approved: true, reason: "ok", identity: create(IdentityRefSchema, { principal: "user:alice" }) };
+    const d = {
+      executionId: p.executionId,
+      toolCallId: p.toolCallId,
+      requestSeq: p.requestSeq,
+      approved: true,
+      reason: "ok",
+      identity: create(IdentityRefSchema, { principal: "user:alice" }),
+    };
     const approved = fx.host.approve(d);
     expect(approved.ok).toBe(true);
     const decided = approved.ok ? approved.value : undefined;

@@ -58,7 +58,9 @@ describe("gate inspection across cuts (§8.14 #89)", () => {
     await createSession(fx.host, "h");
     const exe = "exec-a";
     // Cut after APPROVAL_REQUEST: pending names exactly the journaled call and request; not completed.
-    expect(await liveTurn(turnLogOf(fx.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) })).toMatchObject({ kind: "parked" });
+    expect(
+      await liveTurn(turnLogOf(fx.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) }),
+    ).toMatchObject({ kind: "parked" });
     const rs = journal(fx.host);
     expect(rs.map((r) => r.event.kind)).toEqual([EventKind.EVENT_EXECUTION_START, EventKind.EVENT_TOOL_CALL, EventKind.EVENT_APPROVAL_REQUEST]);
     const call = rs[1]!.event.body;
@@ -78,7 +80,12 @@ describe("gate inspection across cuts (§8.14 #89)", () => {
     expect(retried()).toEqual(original);
 
     // Cut after TOOL_RESULT (the receipt, no END): still nothing pending, not completed; the decision is still found.
-    inject(fx.host, [ev(exe, EventKind.EVENT_TOOL_RESULT, { case: "result", value: create(ToolResultSchema, { id: "g1", output: { ok: true }, approvalRequestSeq: 3n, approvalDecisionSeq: 4n }) })]);
+    inject(fx.host, [
+      ev(exe, EventKind.EVENT_TOOL_RESULT, {
+        case: "result",
+        value: create(ToolResultSchema, { id: "g1", output: { ok: true }, approvalRequestSeq: 3n, approvalDecisionSeq: 4n }),
+      }),
+    ]);
     expect(session(fx.host).pendingApproval).toBeUndefined();
     expect(session(fx.host).execState).not.toBe(ExecState.EXEC_COMPLETED);
     expect(retried()).toEqual(original);
@@ -154,7 +161,10 @@ describe("Approve retries (§8.14 #95, #96)", () => {
     const f2 = stateOf(fx.host).journal.fence();
     const k = journal(fx.host).length;
     for (const requestSeq of [callSeq, callSeq + 1n]) {
-      expect(fx.host.approve({ executionId: exe, toolCallId: "g1", requestSeq, approved: true, reason: "" })).toMatchObject({ ok: false, reason: "invalid_decision" });
+      expect(fx.host.approve({ executionId: exe, toolCallId: "g1", requestSeq, approved: true, reason: "" })).toMatchObject({
+        ok: false,
+        reason: "invalid_decision",
+      });
     }
     expect(journal(fx.host)).toHaveLength(k);
     expect(stateOf(fx.host).journal.fence()).toBe(f2);
@@ -195,7 +205,14 @@ describe("Approve on a cold session (§8.14 #100)", () => {
     const reopened = hostOver(db, ex.executor);
     expect(session(reopened).computeState).toBe(ComputeState.COMPUTE_COLD);
     const n = journal(reopened).length;
-    const retry = reopened.approve({ executionId: p.executionId, toolCallId: "g1", requestSeq: p.requestSeq, approved: true, reason: "ok", identity: create(IdentityRefSchema, {}) });
+    const retry = reopened.approve({
+      executionId: p.executionId,
+      toolCallId: "g1",
+      requestSeq: p.requestSeq,
+      approved: true,
+      reason: "ok",
+      identity: create(IdentityRefSchema, {}),
+    });
     expect(retry.ok && d.ok && retry.value.decision).toEqual(d.ok && d.value.decision);
     expect(journal(reopened)).toHaveLength(n);
     expect(session(reopened).computeState).toBe(ComputeState.COMPUTE_COLD);
@@ -263,7 +280,9 @@ describe("Describe on Exec (§8.13 #84, #88)", () => {
     await createSession(fx.host, "alias");
     expect((await drain(fx.host.exec(execReq({ inputs: [userText("hi")] })))).failure).toBeUndefined();
     // An interrupted execution after it (its START only), so Resume has something to recover.
-    inject(fx.host, [ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } })]);
+    inject(fx.host, [
+      ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } }),
+    ]);
     const host = fx.host;
     const before = journal(host).length;
     fail.on = true;
@@ -293,7 +312,9 @@ describe("a Describe failure on recovery (§8.13 #88)", () => {
     };
     const fx = setup({ alias: harness });
     await createSession(fx.host, "alias");
-    inject(fx.host, [ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } })]);
+    inject(fx.host, [
+      ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } }),
+    ]);
     fail.on = true;
     expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "harness_unavailable", message: expect.stringMatching(/describe exploded/) });
   });
@@ -309,7 +330,9 @@ describe("a Describe failure on recovery (§8.13 #88)", () => {
     };
     const fx = setup({ alias: harness });
     await createSession(fx.host, "alias");
-    inject(fx.host, [ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } })]);
+    inject(fx.host, [
+      ev("exec-b", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "alias", harnessVersion: "t1", inputCount: 0n } }),
+    ]);
     const before = journal(fx.host).length;
     answer = new ConnectError("describe refused by the harness", Code.Unknown);
     expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "internal", message: expect.stringMatching(/describe refused by the harness/) });

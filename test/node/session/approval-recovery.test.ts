@@ -17,7 +17,7 @@ import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
-import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject, } from "../support/session-fixture.js";
+import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject } from "../support/session-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
@@ -84,7 +84,10 @@ describe("recovery preconditions (§8.17 #189)", () => {
       expect(r.failure).toBeUndefined();
       expect(kinds(r.updates)).toEqual([]);
       const last = r.updates.at(-1)!.update;
-      expect(last.case === "session" && last.value).toMatchObject({ execState: ExecState.EXEC_AWAITING, pendingApproval: { toolCallId: "g1", requestSeq: 4n } });
+      expect(last.case === "session" && last.value).toMatchObject({
+        execState: ExecState.EXEC_AWAITING,
+        pendingApproval: { toolCallId: "g1", requestSeq: 4n },
+      });
     }
     expect(journal(fx.host)).toEqual(before);
     expect(fx.ex.calls).toHaveLength(0);
@@ -97,7 +100,12 @@ async function forkChild(parent: SessionHost, atSeq: bigint, ex: ReturnType<type
   if (!src.ok) throw new Error(src.message);
   const statics = fromBinary(SessionSchema, src.value.statics);
   const child = setup({ tools: toolsHarness }, undefined, { tools: ex.executor });
-  const childStatics = create(SessionSchema, { harness: statics.harness, metadata: { project: "default", name: "c" }, parentUid: session(parent).metadata!.uid, forkSeq: src.value.atSeq });
+  const childStatics = create(SessionSchema, {
+    harness: statics.harness,
+    metadata: { project: "default", name: "c" },
+    parentUid: session(parent).metadata!.uid,
+    forkSeq: src.value.atSeq,
+  });
   expect(child.host.forkBegin("default", mintSessionUid(), childStatics).ok).toBe(true);
   const page = parent.read(1n, src.value.atSeq, 10_000);
   if (!page.ok) throw new Error(page.message);
@@ -124,7 +132,10 @@ describe("inherited requests (§8.14 #97)", () => {
     // writes them in a child; a foreign writer could): the request stays inherited.
     const ev = (kind: EventKind, body: Body) => create(EventSchema, { executionId: owed.executionId, kind, body });
     inject(c.host, [
-      ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "g1", approved: true, reason: "elsewhere", requestSeq: owed.requestSeq } }),
+      ev(EventKind.EVENT_APPROVAL_RESULT, {
+        case: "approvalResult",
+        value: { toolCallId: "g1", approved: true, reason: "elsewhere", requestSeq: owed.requestSeq },
+      }),
       ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: "g1", approvalRequestSeq: owed.requestSeq, approvalDecisionSeq: forkHead + 1n } }),
     ]);
     expect(session(c.host).pendingApproval).toBeUndefined();

@@ -15,7 +15,17 @@ import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import { endEvent, errorEvent, inputEvent, lifecycleEvent, Lifecycle_Kind } from "../../../objects/controller/events.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
-import { echoScript, fakeExecutor, liveTurn, modelHarness, scriptedModels, toolCall, toolDeps, toolHarness, type newLog } from "../support/controller-fixture.js";
+import {
+  echoScript,
+  fakeExecutor,
+  liveTurn,
+  modelHarness,
+  scriptedModels,
+  toolCall,
+  toolDeps,
+  toolHarness,
+  type newLog,
+} from "../support/controller-fixture.js";
 import { createSession, drain, execReq, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
@@ -69,7 +79,9 @@ describe("gate selection", () => {
 
     // A journal where the newer execution simply follows the open gate (no END for it).
     const p = await injectedPark();
-    expect(await liveTurn(turnLogOf(p.host), modelHarness("h"), scriptedModels(echoScript), ["later"], { executionId: "exec-b" })).toEqual({ kind: "completed" });
+    expect(await liveTurn(turnLogOf(p.host), modelHarness("h"), scriptedModels(echoScript), ["later"], { executionId: "exec-b" })).toEqual({
+      kind: "completed",
+    });
     expect(session(p.host).pendingApproval).toBeUndefined();
     const n = journal(p.host).length;
     expect(approve(p.host, "exec-a", "g1", 3n)).toMatchObject({ ok: false, reason: "invalid_decision" });
@@ -118,7 +130,10 @@ describe("gate selection", () => {
     // Decided but without its receipt: still blocked.
     expect(await fx.host.exec(execReq({ inputs: [userText("more")] }))).toMatchObject({ ok: false, reason: "approval_blocked" });
     const resumed = await fx.host.resume();
-    expect(resumed).toMatchObject({ ok: true, value: { execState: ExecState.EXEC_AWAITING, pendingApproval: { executionId: p.executionId, toolCallId: "c2", requestSeq: 9n } } });
+    expect(resumed).toMatchObject({
+      ok: true,
+      value: { execState: ExecState.EXEC_AWAITING, pendingApproval: { executionId: p.executionId, toolCallId: "c2", requestSeq: 9n } },
+    });
     const kinds = journal(fx.host).map((e) => EventKind[e.event.kind].replace(/^EVENT_/, ""));
     expect(kinds.slice(5)).toEqual(["APPROVAL_RESULT", "TOOL_RESULT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE"]);
     expect(ex.calls.map((c) => c.call.id)).toEqual(["c1"]);
@@ -134,7 +149,13 @@ describe("records past an open gate", () => {
   const continuations: [string, Event[]][] = [
     ["a model call", [ev(exe, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "m", inputHash: "x", id: "mc1" } })]],
     ["an output", [ev(exe, EventKind.EVENT_OUTPUT, { case: "message", value: userText("more") })]],
-    ["another gated call", [ev(exe, EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated("g2", "k2") }), ev(exe, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g2" } })]],
+    [
+      "another gated call",
+      [
+        ev(exe, EventKind.EVENT_TOOL_CALL, { case: "tool", value: gated("g2", "k2") }),
+        ev(exe, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g2" } }),
+      ],
+    ],
     ["usage", [ev(exe, EventKind.EVENT_USAGE, { case: "usage", value: { inputTokens: 1n } })]],
     ["an input", [inputEvent(exe, userText("late"))]],
   ];
@@ -148,7 +169,10 @@ describe("records past an open gate", () => {
       if (records.length === 2) expect(approve(p.host, exe, "g2", 5n)).toMatchObject({ ok: false, reason: "invalid_log" });
       expect(journal(p.host)).toHaveLength(n);
       expect(stateOf(p.host).journal.fence()).toBe(fence);
-      expect(await p.host.audit(true)).toMatchObject({ ok: true, value: { replay: { ok: false, divergence: expect.stringMatching(/invalid execution log/) } } });
+      expect(await p.host.audit(true)).toMatchObject({
+        ok: true,
+        value: { replay: { ok: false, divergence: expect.stringMatching(/invalid execution log/) } },
+      });
     });
   }
 
@@ -171,7 +195,15 @@ describe("records past an open gate", () => {
 
 describe("late records of an old execution", () => {
   const lateRecords = (old: string): [string, Event[]][] => [
-    ["its receipt", [ev(old, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: "g1", code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 3n, approvalDecisionSeq: 4n } })]],
+    [
+      "its receipt",
+      [
+        ev(old, EventKind.EVENT_TOOL_RESULT, {
+          case: "result",
+          value: { id: "g1", code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 3n, approvalDecisionSeq: 4n },
+        }),
+      ],
+    ],
     ["its END", [endEvent(old, "COMPLETED")]],
     ["its ERROR", [errorEvent(old, Code.Internal, "late")]],
   ];
@@ -180,7 +212,9 @@ describe("late records of an old execution", () => {
       const p = await injectedPark("exec-a");
       expect(approve(p.host, "exec-a", "g1", 3n, false).ok).toBe(true); // decision at 4
       // exec-b reuses g1 and its key: START 5, TC 6, AR 7.
-      expect(await liveTurn(turnLogOf(p.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: "exec-b", tools: toolDeps(p.ex.executor) })).toMatchObject({ kind: "parked", gate: { requestSeq: 7n } });
+      expect(
+        await liveTurn(turnLogOf(p.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: "exec-b", tools: toolDeps(p.ex.executor) }),
+      ).toMatchObject({ kind: "parked", gate: { requestSeq: 7n } });
       inject(p.host, late);
       const n = journal(p.host).length;
       // The old decision's exact retry still answers with its record; exec-b's request is the one to decide.
@@ -194,9 +228,11 @@ describe("late records of an old execution", () => {
       // Recovery selects exec-b too: its approved gate runs once, under its own execution.
       expect(await p.host.resume()).toMatchObject({ ok: true, value: { execState: ExecState.EXEC_COMPLETED } });
       expect(p.ex.calls.map((c) => [c.executionId, c.call.id, c.call.idempotencyKey])).toEqual([["exec-b", "g1", "kg"]]);
-      expect(journal(p.host).filter((e) => e.event.executionId === "exec-b").map((e) => EventKind[e.event.kind].replace(/^EVENT_/, ""))).toEqual([
-        "EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END",
-      ]);
+      expect(
+        journal(p.host)
+          .filter((e) => e.event.executionId === "exec-b")
+          .map((e) => EventKind[e.event.kind].replace(/^EVENT_/, "")),
+      ).toEqual(["EXECUTION_START", "TOOL_CALL", "APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END"]);
     });
   }
 });
@@ -207,7 +243,15 @@ describe("late records of an old execution: the projection", () => {
   // AWAITING. This host never writes records of an execution other than the latest (one writer;
   // Resume, Cancel and the deadline alarm act on the latest), so only a foreign journal shows it.
   for (const [name, late] of [
-    ["its receipt", [ev("exec-a", EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: "g1", code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 3n, approvalDecisionSeq: 4n } })]],
+    [
+      "its receipt",
+      [
+        ev("exec-a", EventKind.EVENT_TOOL_RESULT, {
+          case: "result",
+          value: { id: "g1", code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 3n, approvalDecisionSeq: 4n },
+        }),
+      ],
+    ],
     ["its END", [endEvent("exec-a", "COMPLETED")]],
   ] as [string, Event[]][]) {
     it.fails(`§8.14 #98 pending_approval: ${name} written after a newer gated execution leaves that execution pending and AWAITING`, async () => {
@@ -215,7 +259,10 @@ describe("late records of an old execution: the projection", () => {
       expect(approve(p.host, "exec-a", "g1", 3n, false).ok).toBe(true);
       await liveTurn(turnLogOf(p.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: "exec-b", tools: toolDeps(p.ex.executor) });
       inject(p.host, late);
-      expect(session(p.host)).toMatchObject({ execState: ExecState.EXEC_AWAITING, pendingApproval: { executionId: "exec-b", toolCallId: "g1", requestSeq: 7n } });
+      expect(session(p.host)).toMatchObject({
+        execState: ExecState.EXEC_AWAITING,
+        pendingApproval: { executionId: "exec-b", toolCallId: "g1", requestSeq: 7n },
+      });
     });
   }
 });
@@ -265,7 +312,12 @@ describe("the same tuple in two sessions", () => {
       [0, 1].map(async () => {
         const fx = setup({ tools: toolsHarness }, undefined, { tools: ex.executor });
         const uid = await createSession(fx.host, "tools");
-        const out = await liveTurn(turnLogOf(fx.host), toolsHarness, scriptedModels(echoScript), ["pay"], { name: "tools", executionId: "exec-same", config: calls, tools: toolDeps(ex.executor) });
+        const out = await liveTurn(turnLogOf(fx.host), toolsHarness, scriptedModels(echoScript), ["pay"], {
+          name: "tools",
+          executionId: "exec-same",
+          config: calls,
+          tools: toolDeps(ex.executor),
+        });
         expect(out).toMatchObject({ kind: "parked", gate: { executionId: "exec-same", toolCallId: "g1", requestSeq: 4n } });
         return { host: fx.host, uid };
       }),

@@ -25,13 +25,22 @@ async function parked(o: { approvalTimeoutSeconds?: number; timeout?: number } =
   const ex = fakeExecutor();
   const fx = setup({ tools: toolsHarness }, undefined, { tools: ex.executor, approvalTimeoutSeconds: o.approvalTimeoutSeconds });
   const uid = await createSession(fx.host, "tools");
-  const turn = await drain(fx.host.exec(execReq({ inputs: [userText("pay it")], config: config([gatedCall(o.timeout ? { approval_timeout_seconds: o.timeout } : {})]) })));
+  const turn = await drain(
+    fx.host.exec(execReq({ inputs: [userText("pay it")], config: config([gatedCall(o.timeout ? { approval_timeout_seconds: o.timeout } : {})]) })),
+  );
   return { ...fx, ex, uid, turn };
 }
 
 const decision = (host: SessionHost, approved: boolean, extra: Record<string, unknown> = {}) => {
   const p = session(host).pendingApproval!;
-  return host.approve({ executionId: p.executionId, toolCallId: p.toolCallId, requestSeq: p.requestSeq, approved, reason: approved ? "ok" : "no", ...extra } as Parameters<SessionHost["approve"]>[0]);
+  return host.approve({
+    executionId: p.executionId,
+    toolCallId: p.toolCallId,
+    requestSeq: p.requestSeq,
+    approved,
+    reason: approved ? "ok" : "no",
+    ...extra,
+  } as Parameters<SessionHost["approve"]>[0]);
 };
 
 describe("park", () => {
@@ -88,12 +97,28 @@ describe("Approve", () => {
   it("approve: a changed retry, a wrong tuple, or a resolved gate is refused and writes nothing", async () => {
     const { host } = await parked();
     const p = session(host).pendingApproval!;
-    expect(host.approve({ executionId: p.executionId, toolCallId: "nope", requestSeq: p.requestSeq, approved: true, reason: "" })).toMatchObject({ ok: false, reason: "invalid_decision" });
-    expect(host.approve({ executionId: "0000000000000000", toolCallId: "g1", requestSeq: p.requestSeq, approved: true, reason: "" })).toMatchObject({ ok: false, reason: "invalid_decision" });
-    expect(host.approve({ executionId: p.executionId, toolCallId: "g1", requestSeq: 3n, approved: true, reason: "" })).toMatchObject({ ok: false, reason: "invalid_decision" });
+    expect(host.approve({ executionId: p.executionId, toolCallId: "nope", requestSeq: p.requestSeq, approved: true, reason: "" })).toMatchObject({
+      ok: false,
+      reason: "invalid_decision",
+    });
+    expect(host.approve({ executionId: "0000000000000000", toolCallId: "g1", requestSeq: p.requestSeq, approved: true, reason: "" })).toMatchObject({
+      ok: false,
+      reason: "invalid_decision",
+    });
+    expect(host.approve({ executionId: p.executionId, toolCallId: "g1", requestSeq: 3n, approved: true, reason: "" })).toMatchObject({
+      ok: false,
+      reason: "invalid_decision",
+    });
     expect(decision(host, false).ok).toBe(true);
-    for (const changed of [{ approved: true, reason: "no" }, { approved: false, reason: "changed" }, { approved: false, reason: "no", identity: create(IdentityRefSchema, { principal: "mallory" }) }]) {
-      expect(host.approve({ executionId: p.executionId, toolCallId: "g1", requestSeq: p.requestSeq, ...changed })).toMatchObject({ ok: false, reason: "invalid_decision" });
+    for (const changed of [
+      { approved: true, reason: "no" },
+      { approved: false, reason: "changed" },
+      { approved: false, reason: "no", identity: create(IdentityRefSchema, { principal: "mallory" }) },
+    ]) {
+      expect(host.approve({ executionId: p.executionId, toolCallId: "g1", requestSeq: p.requestSeq, ...changed })).toMatchObject({
+        ok: false,
+        reason: "invalid_decision",
+      });
     }
     expect(journalKinds(host)).toHaveLength(6);
   });
@@ -104,7 +129,18 @@ describe("Approve", () => {
     const resumed = await host.resume();
     expect(resumed).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_LIVE, execState: ExecState.EXEC_COMPLETED } });
     expect(ex.effects.size).toBe(1);
-    expect(journalKinds(host)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END", "LIFECYCLE"]);
+    expect(journalKinds(host)).toEqual([
+      "EXECUTION_START",
+      "INPUT",
+      "TOOL_CALL",
+      "APPROVAL_REQUEST",
+      "LIFECYCLE",
+      "APPROVAL_RESULT",
+      "TOOL_RESULT",
+      "OUTPUT",
+      "END",
+      "LIFECYCLE",
+    ]);
     expect((await drain(host.exec(execReq({ inputs: [userText("next")], harness: "echo" })))).failure).toBeUndefined();
     expect((await host.audit(true)).ok).toBe(true);
   });
@@ -117,7 +153,12 @@ describe("Approve", () => {
     expect(kinds(frames.updates)).toEqual(["EVENT_TOOL_RESULT", "EVENT_OUTPUT", "EVENT_END"]);
     const receipt = frames.updates.find((u) => u.update.case === "record" && u.update.value.event!.kind === EventKind.EVENT_TOOL_RESULT)!;
     const body = receipt.update.case === "record" ? receipt.update.value.event!.body : undefined;
-    expect(body?.case === "result" && body.value).toMatchObject({ code: ToolResult_Code.APPROVAL_DENIED, isError: true, approvalRequestSeq: 4n, approvalDecisionSeq: 6n });
+    expect(body?.case === "result" && body.value).toMatchObject({
+      code: ToolResult_Code.APPROVAL_DENIED,
+      isError: true,
+      approvalRequestSeq: 4n,
+      approvalDecisionSeq: 6n,
+    });
     expect(ex.calls).toHaveLength(0);
     const final = frames.updates[frames.updates.length - 1]!;
     expect(final.update.case === "session" && final.update.value.pendingApproval).toBeUndefined();

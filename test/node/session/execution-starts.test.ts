@@ -58,7 +58,12 @@ function forkChild(parent: SessionHost, atSeq: bigint, models: (m: string) => Mo
     const uid = mintSessionUid();
     const p = parent.get();
     if (!p.ok) throw new Error(p.message);
-    const childStatics = create(SessionSchema, { harness: statics.harness, metadata: { project: "default", name: "c" }, parentUid: p.value.metadata!.uid, forkSeq: src.value.atSeq });
+    const childStatics = create(SessionSchema, {
+      harness: statics.harness,
+      metadata: { project: "default", name: "c" },
+      parentUid: p.value.metadata!.uid,
+      forkSeq: src.value.atSeq,
+    });
     expect(child.host.forkBegin("default", uid, childStatics).ok).toBe(true);
     expect(child.host.forkSeed(journal(parent).filter((r) => r.seq <= src.value.atSeq)).ok).toBe(true);
     const sealed = child.host.forkFinish(src.value.atSeq, src.value.states);
@@ -110,7 +115,10 @@ describe("the controller through the session host", () => {
     expect(await c.host.resume()).toMatchObject({ ok: true, value: { lastSeq: 12n, computeState: ComputeState.COMPUTE_LIVE } });
     expect(echo.calls.n).toBe(3);
     expect(kindsOf(c.host).slice(8)).toEqual(["LIFECYCLE", "OUTPUT", "END", "LIFECYCLE"]);
-    expect(await c.host.audit(true)).toMatchObject({ ok: true, value: { chain: { ok: true }, replay: { ok: true, outputs: ["echo:one", "echo:two"], modelCalls: 0 } } });
+    expect(await c.host.audit(true)).toMatchObject({
+      ok: true,
+      value: { chain: { ok: true }, replay: { ok: true, outputs: ["echo:one", "echo:two"], modelCalls: 0 } },
+    });
 
     // The parent: same records, and nothing to recover (no call on its behalf).
     expect(journal(p.host)).toEqual(parentBefore);
@@ -178,7 +186,10 @@ describe("the controller through the session host", () => {
     const before = journal(host);
 
     const audit = await host.audit(true);
-    expect(audit).toMatchObject({ ok: true, value: { chain: { ok: true }, replay: { ok: true, outputs: ["answer #1", "answer #2"], modelCalls: 0, executions: 2 } } });
+    expect(audit).toMatchObject({
+      ok: true,
+      value: { chain: { ok: true }, replay: { ok: true, outputs: ["answer #1", "answer #2"], modelCalls: 0, executions: 2 } },
+    });
     expect(seen).toEqual([
       { id: ids[0], inputs: ["same", "same"], history: [] },
       { id: ids[1], inputs: ["same"], history: ["EXECUTION_START", "INPUT", "INPUT", "MODEL_CALL", "OUTPUT", "END"] },

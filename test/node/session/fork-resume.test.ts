@@ -193,13 +193,20 @@ describe("a child forked inside an approval gate (§8.14 #114)", () => {
 
   const approve = (host: SessionHost) => {
     const pending = session(host).pendingApproval!;
-    return host.approve({ executionId: pending.executionId, toolCallId: pending.toolCallId, requestSeq: pending.requestSeq, approved: true, reason: "ok" } as Parameters<SessionHost["approve"]>[0]);
+    return host.approve({
+      executionId: pending.executionId,
+      toolCallId: pending.toolCallId,
+      requestSeq: pending.requestSeq,
+      approved: true,
+      reason: "ok",
+    } as Parameters<SessionHost["approve"]>[0]);
   };
 
   for (const at of ["TOOL_CALL", "APPROVAL_REQUEST", "head (after the park's SUSPEND)"] as const) {
     it(`resume (§8.14 #114): a child forked at ${at} refuses the inherited open intent and writes nothing; an explicit child Exec runs`, async () => {
       const { p, ex } = await parkedParent();
-      const seq = at === "TOOL_CALL" ? seqOf(p.host, EventKind.EVENT_TOOL_CALL) : at === "APPROVAL_REQUEST" ? seqOf(p.host, EventKind.EVENT_APPROVAL_REQUEST) : 0n;
+      const seq =
+        at === "TOOL_CALL" ? seqOf(p.host, EventKind.EVENT_TOOL_CALL) : at === "APPROVAL_REQUEST" ? seqOf(p.host, EventKind.EVENT_APPROVAL_REQUEST) : 0n;
       const c = await forkChild(p.host, seq, { tools: toolsHarness }, { tools: ex.executor });
       // The inherited request cannot be approved here: the child has no pending approval, and the
       // parent's tuple is refused.
@@ -207,7 +214,13 @@ describe("a child forked inside an approval gate (§8.14 #114)", () => {
       const before = journal(c.host);
 
       const owed = session(p.host).pendingApproval!;
-      const decided = c.host.approve({ executionId: owed.executionId, toolCallId: owed.toolCallId, requestSeq: owed.requestSeq, approved: true, reason: "ok" } as Parameters<SessionHost["approve"]>[0]);
+      const decided = c.host.approve({
+        executionId: owed.executionId,
+        toolCallId: owed.toolCallId,
+        requestSeq: owed.requestSeq,
+        approved: true,
+        reason: "ok",
+      } as Parameters<SessionHost["approve"]>[0]);
       expect(decided).toMatchObject({ ok: false, reason: "invalid_decision" });
       const refused = await c.host.resume();
       expect(refused).toMatchObject({ ok: false, reason: "inherited_intent" });

@@ -236,7 +236,9 @@ describe("fork steps", () => {
     expect(marker.hash).toBe(contentHash(marker.decoded, marker.prevHash, 8n));
     expect(marker.decoded.body.case === "lifecycle" && marker.decoded.body.value).toMatchObject({ kind: Lifecycle_Kind.LIFECYCLE_FORK, detail: "parent@7" });
     expect(session(c.host)).toMatchObject({ lastSeq: 8n, computeState: ComputeState.COMPUTE_COLD, parentUid: p.uid, forkSeq: 7n });
-    expect((await c.host.audit(true)).ok && (await c.host.audit(true))).toMatchObject({ value: { chain: { ok: true }, replay: { ok: true, outputs: ["echo:turn 0"] } } });
+    expect((await c.host.audit(true)).ok && (await c.host.audit(true))).toMatchObject({
+      value: { chain: { ok: true }, replay: { ok: true, outputs: ["echo:turn 0"] } },
+    });
   });
 
   it("fork: a turn on the child changes neither the parent nor the shared prefix", async () => {
@@ -247,7 +249,11 @@ describe("fork steps", () => {
     expect(turn.failure).toBeUndefined();
     expect(journal(p.host)).toEqual(before);
     expect(session(c.host).lastSeq).toBe(16n);
-    expect(journal(c.host).slice(0, 10).map((r) => r.hash)).toEqual(before.map((r) => r.hash));
+    expect(
+      journal(c.host)
+        .slice(0, 10)
+        .map((r) => r.hash),
+    ).toEqual(before.map((r) => r.hash));
   });
 
   it("fork: at_seq past the head is refused; 0 means the head", () => {
@@ -269,5 +275,4 @@ describe("fork steps", () => {
     expect(child.db.query("SELECT name FROM sqlite_master WHERE type = 'table'")).toEqual([]);
     expect(child.host.get()).toMatchObject({ ok: false, reason: "session_not_found" });
   });
-
 });

@@ -47,7 +47,10 @@ describe("a runtime backend's ABORTED (§8.17 #184)", () => {
       const proto = (bytes: Uint8Array) => new Response(bytes.slice(), { status: 200, headers: { "content-type": "application/proto" } });
       if (rpc === "Describe") return proto(toBinary(HarnessDescriptorSchema, TOOLS));
       if (rpc === "Capabilities") return proto(toBinary(RuntimeCapabilitiesSchema, create(RuntimeCapabilitiesSchema, {})));
-      return new Response(JSON.stringify({ code: "aborted", message: "another operation on this session won" }), { status: 409, headers: { "content-type": "application/json" } });
+      return new Response(JSON.stringify({ code: "aborted", message: "another operation on this session won" }), {
+        status: 409,
+        headers: { "content-type": "application/json" },
+      });
     };
     const runtime: PlacingRuntime = Object.assign(createHttpRuntime({ baseUrl: "http://backend.test", fetch, name: "fake-http" }), {
       dialback: async () => ({ tunnelUrl: "ws://127.0.0.1:1/harness", token: "one-time" }),

@@ -37,7 +37,11 @@ const kindsOf = (host: SessionHost) => records(host).map((x) => EventKind[fromBi
 describe("compute projection and the session schema (§8.15)", () => {
   const input = create(EventSchema, { kind: EventKind.EVENT_INPUT, executionId: "e1" });
   const marker = (k: Lifecycle_Kind) => lifecycleEvent(k);
-  const after = (from: States, ...events: Event[]) => projectRecords(from, events.map((event, i) => ({ seq: BigInt(i + 1), event }))).computeState;
+  const after = (from: States, ...events: Event[]) =>
+    projectRecords(
+      from,
+      events.map((event, i) => ({ seq: BigInt(i + 1), event })),
+    ).computeState;
 
   it("projection (§8.15 #134): SUSPEND → COLD, RESUME → LIVE, ordinary records → LIVE, FORK settles COLD, BASELINE leaves it unchanged", () => {
     expect(after(INITIAL_STATES, input)).toBe(ComputeState.COMPUTE_LIVE);
@@ -59,7 +63,13 @@ describe("compute projection and the session schema (§8.15)", () => {
     // Reopen: the object's next incarnation migrates again (a no-op) and reads the same session.
     migrateSession(fx.db);
     expect(schemaVersion(fx.db)).toBe(stamped);
-    const reopened = new SessionHost({ db: fx.db, now: () => 0, models: () => undefined as never, directory: async () => undefined, erase: async () => undefined });
+    const reopened = new SessionHost({
+      db: fx.db,
+      now: () => 0,
+      models: () => undefined as never,
+      directory: async () => undefined,
+      erase: async () => undefined,
+    });
     expect(session(reopened).metadata?.uid).toBe(session(fx.host).metadata?.uid);
 
     fx.db.query("UPDATE schema_version SET version = ?", stamped + 1);
@@ -128,7 +138,9 @@ describe("fences per placement (§8.16)", () => {
     expect(accepted.failure).toBeUndefined();
     expect(acceptedOn.backend.calls.slice(0, 2)).toEqual(["describe", "create"]);
     expect(kindsOf(acceptedOn.fx.host)).toEqual(["EXECUTION_START", "INPUT", "OUTPUT", "END"]);
-    expect(acceptedOn.fx.logs).toContainEqual(expect.objectContaining({ msg: "placement", op: "admit", decision: "admitted", harness: "pod-tools", runtime: "fake-pod" }));
+    expect(acceptedOn.fx.logs).toContainEqual(
+      expect.objectContaining({ msg: "placement", op: "admit", decision: "admitted", harness: "pod-tools", runtime: "fake-pod" }),
+    );
   });
 });
 

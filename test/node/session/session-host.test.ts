@@ -142,7 +142,20 @@ describe("SessionHost", () => {
     await drain(host.exec(execReq({ inputs: [userText("secret words")] })));
     const admitted = logs.filter((l) => l.msg === "placement");
     expect(admitted).toEqual([
-      { level: "info", msg: "placement", component: "placer", request_id: "", op: "admit", decision: "admitted", tenant: "default", session: ok, harness: "echo", harness_id: "echo", runtime: "builtin", duration_ms: 0 },
+      {
+        level: "info",
+        msg: "placement",
+        component: "placer",
+        request_id: "",
+        op: "admit",
+        decision: "admitted",
+        tenant: "default",
+        session: ok,
+        harness: "echo",
+        harness_id: "echo",
+        runtime: "builtin",
+        duration_ms: 0,
+      },
     ]);
     expect(JSON.stringify(logs)).not.toContain("secret words");
 
@@ -150,7 +163,20 @@ describe("SessionHost", () => {
     const refused = await createSession(h2, "memory");
     await drain(h2.exec(execReq({ inputs: [userText("x")] })));
     expect(l2.filter((l) => l.msg === "placement")).toEqual([
-      { level: "info", msg: "placement", component: "placer", request_id: "", op: "admit", decision: "refused", tenant: "default", session: refused, harness: "memory", harness_id: "counter", runtime: "builtin", duration_ms: 0 },
+      {
+        level: "info",
+        msg: "placement",
+        component: "placer",
+        request_id: "",
+        op: "admit",
+        decision: "refused",
+        tenant: "default",
+        session: refused,
+        harness: "memory",
+        harness_id: "counter",
+        runtime: "builtin",
+        duration_ms: 0,
+      },
     ]);
     expect(JSON.stringify(l2)).not.toMatch(/fence/i);
   });

@@ -82,7 +82,10 @@ describe("Suspend of a parked session (§8.17 #192)", () => {
     expect(parked.ok && parked.value).toMatchObject({ execState: ExecState.EXEC_AWAITING, pendingApproval: { toolCallId: "g1" } });
 
     const suspended = await fx.host.suspend();
-    expect(suspended).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_COLD, execState: ExecState.EXEC_AWAITING, pendingApproval: { toolCallId: "g1" } } });
+    expect(suspended).toMatchObject({
+      ok: true,
+      value: { computeState: ComputeState.COMPUTE_COLD, execState: ExecState.EXEC_AWAITING, pendingApproval: { toolCallId: "g1" } },
+    });
     expect(backend.calls).toEqual(["create", "snapshot EXTERNAL", "snapshot EXTERNAL"]);
     expect(lastSuspend(fx.host)).toMatchObject({ snapshotLocal: suspended.ok ? suspended.value.metadata!.uid : "", snapshotExternalUri: "pod://snapshots/2" });
     expect(builtin.calls).toEqual([]);

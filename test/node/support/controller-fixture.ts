@@ -3,7 +3,16 @@
  * TurnLog, a model invoker with scripted answers that counts calls, and small harnesses.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { EventSchema, EventKind, Mediation, ToolCallSchema, ToolResultSchema, type Event, type ToolCall, type ToolResult } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  EventSchema,
+  EventKind,
+  Mediation,
+  ToolCallSchema,
+  ToolResultSchema,
+  type Event,
+  type ToolCall,
+  type ToolResult,
+} from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import type { ToolExecutor, ToolRequest } from "../../../objects/controller/tools.js";
 import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { assistantText, textOf, userText } from "../../../proto/messages.js";
@@ -92,8 +101,10 @@ export function scriptedModels(script: Script): ModelInvoker & { requests: Model
 /** Answers `echo:<last text>`; nondeterministic variants append the call number. */
 export const echoScript: Script = (req) => ({ message: assistantText("echo:" + textOf(req.messages[req.messages.length - 1])) });
 export const counterScript: Script = (_req, n) => ({ message: assistantText(`answer #${n}`) });
-export const failingScript = (failures: number, then: Script = echoScript): Script => (req, n) =>
-  n <= failures ? new ModelProviderError(`provider unavailable (attempt ${n})`) : then(req, n);
+export const failingScript =
+  (failures: number, then: Script = echoScript): Script =>
+  (req, n) =>
+    n <= failures ? new ModelProviderError(`provider unavailable (attempt ${n})`) : then(req, n);
 
 export function descriptor(id: string, version = "1", resumability = Resumability.STATELESS_REPLAY) {
   return create(HarnessDescriptorSchema, { id, version, capabilities: { resumability } });
@@ -147,7 +158,10 @@ export function outputTexts(events: LoggedEvent[]): string[] {
 export type { Event };
 
 /** An in-process tool executor that dedups by (session, key) like a real one must, and counts. */
-export function fakeExecutor(behave: (call: ToolCall, attempt: number) => ToolResult | Error = (c) => create(ToolResultSchema, { id: "executor-chosen", output: { echoed: c.args ?? null } })) {
+export function fakeExecutor(
+  behave: (call: ToolCall, attempt: number) => ToolResult | Error = (c) =>
+    create(ToolResultSchema, { id: "executor-chosen", output: { echoed: c.args ?? null } }),
+) {
   const effects = new Map<string, ToolResult>();
   const calls: ToolRequest[] = [];
   const executor: ToolExecutor = {
@@ -166,7 +180,14 @@ export function fakeExecutor(behave: (call: ToolCall, attempt: number) => ToolRe
 }
 
 export function toolDeps(executor: ToolExecutor | undefined, extra: Partial<NonNullable<TurnDeps["tools"]>> = {}): NonNullable<TurnDeps["tools"]> {
-  return { sessionUid: "sess-000000000000000000000001", tools: executor, approvalsAllowed: true, now: () => 1_700_000_000_000, knownCallIds: new Set(), ...extra };
+  return {
+    sessionUid: "sess-000000000000000000000001",
+    tools: executor,
+    approvalsAllowed: true,
+    now: () => 1_700_000_000_000,
+    knownCallIds: new Set(),
+    ...extra,
+  };
 }
 
 export function toolCall(init: Partial<Pick<ToolCall, "id" | "tool" | "args" | "mediation" | "idempotencyKey">>): ToolCall {

@@ -81,7 +81,10 @@ export async function startFakeExecutor(): Promise<FakeExecutor> {
       const body =
         reply.kind === "tool-error"
           ? JSON.stringify({ is_error: true, error: reply.error })
-          : JSON.stringify({ output: reply.kind === "ok" ? (reply.output ?? { done: r.body.tool, args: r.body.args }) : { done: r.body.tool }, content: reply.kind === "ok" ? (reply.content ?? `${r.body.tool} done`) : `${r.body.tool} done` });
+          : JSON.stringify({
+              output: reply.kind === "ok" ? (reply.output ?? { done: r.body.tool, args: r.body.args }) : { done: r.body.tool },
+              content: reply.kind === "ok" ? (reply.content ?? `${r.body.tool} done`) : `${r.body.tool} done`,
+            });
       answers.set(key, body);
       if (reply.kind === "effect-then-hold") {
         held.push(res);

@@ -113,9 +113,7 @@ export async function drain(started: ExecStart | Promise<ExecStart>): Promise<{ 
 }
 
 export const execReq = (init: Parameters<typeof create<typeof ExecRequestSchema>>[1]) => create(ExecRequestSchema, init);
-export const kinds = (updates: ExecUpdate[]) =>
-  updates.flatMap((u) => (u.update.case === "record" ? [EventKind[u.update.value.event!.kind]] : []));
-
+export const kinds = (updates: ExecUpdate[]) => updates.flatMap((u) => (u.update.case === "record" ? [EventKind[u.update.value.event!.kind]] : []));
 
 /** The session's current state, or a throw when it has none. */
 export function sessionOf(host: SessionHost) {

@@ -115,7 +115,14 @@ describe("request", () => {
     const ex = createHttpExecutor({ url: fake.url });
     await ex.execute({ sessionUid: SESSION, executionId: EXECUTION, call: call({ id: "bare" }) }, live());
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0]!.body).toEqual({ session: SESSION, execution_id: EXECUTION, call_id: "bare", tool: "lookup", args: null, idempotency_key: `${EXECUTION}/bare` });
+    expect(fake.requests[0]!.body).toEqual({
+      session: SESSION,
+      execution_id: EXECUTION,
+      call_id: "bare",
+      tool: "lookup",
+      args: null,
+      idempotency_key: `${EXECUTION}/bare`,
+    });
     expect(fake.requests[0]!.authorization).toBeUndefined();
   });
 });
@@ -261,7 +268,9 @@ describe("cancellation", () => {
     const ac = new AbortController();
     const reason = new Error("turn canceled");
     ac.abort(reason);
-    const err = await createHttpExecutor({ url: fake.url }).execute({ sessionUid: SESSION, executionId: EXECUTION, call: call() }, ac.signal).catch((e: unknown) => e);
+    const err = await createHttpExecutor({ url: fake.url })
+      .execute({ sessionUid: SESSION, executionId: EXECUTION, call: call() }, ac.signal)
+      .catch((e: unknown) => e);
     expect(err).toBe(reason);
     expect(fake.requests).toHaveLength(0);
   });
@@ -270,7 +279,9 @@ describe("cancellation", () => {
     fake.next = () => ({ kind: "effect-then-hold" });
     const ac = new AbortController();
     const reason = new Error("deadline passed");
-    const pending = createHttpExecutor({ url: fake.url }).execute({ sessionUid: SESSION, executionId: EXECUTION, call: call() }, ac.signal).catch((e: unknown) => e);
+    const pending = createHttpExecutor({ url: fake.url })
+      .execute({ sessionUid: SESSION, executionId: EXECUTION, call: call() }, ac.signal)
+      .catch((e: unknown) => e);
     await fake.waitForRequests(1);
     ac.abort(reason);
     expect(await pending).toBe(reason);

@@ -28,14 +28,18 @@ function clientThatThrows(fault: () => never) {
   return createClient(Sessions, transport);
 }
 
-const errorOf = (p: Promise<unknown>) => p.then(() => undefined, (e) => ConnectError.from(e));
+const errorOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
 describe("classifyFaults", () => {
-  it("a plain Error is INTERNAL \"internal error\", unary and mid-stream, and its message is not logged", async () => {
+  it('a plain Error is INTERNAL "internal error", unary and mid-stream, and its message is not logged', async () => {
     const lines: string[] = [];
     vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
     const client = clientThatThrows(() => {
@@ -46,15 +50,20 @@ describe("classifyFaults", () => {
     expect(unary?.rawMessage).toBe("internal error");
 
     const seen: bigint[] = [];
-    const streamed = await errorOf((async () => {
-      for await (const r of client.replay({ session: "x" })) seen.push(r.seq);
-    })());
+    const streamed = await errorOf(
+      (async () => {
+        for await (const r of client.replay({ session: "x" })) seen.push(r.seq);
+      })(),
+    );
     expect(seen).toEqual([1n]);
     expect(streamed?.code).toBe(Code.Internal);
     expect(streamed?.rawMessage).toBe("internal error");
 
     const faults = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((l) => l.msg === "fault");
-    expect(faults.map((f) => [f.operation, f.fault, f.level])).toEqual([["GetSession", "TypeError", "error"], ["Replay", "TypeError", "error"]]);
+    expect(faults.map((f) => [f.operation, f.fault, f.level])).toEqual([
+      ["GetSession", "TypeError", "error"],
+      ["Replay", "TypeError", "error"],
+    ]);
     expect(faults[0]!.at).toMatch(/faults\.test\.ts/);
     expect(lines.join("\n")).not.toContain(SECRET);
   });
