@@ -1,5 +1,13 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+
+// One temp folder per run for everything the tests make (servers' storage, CLI scratch files):
+// test/node/support/leak-check.ts fails the run when anything in it outlives the run.
+process.env.AGENTSESSIONS_TMP ??= mkdtempSync(join(tmpdir(), "agentsessions-run-"));
+process.env.TMPDIR = process.env.AGENTSESSIONS_TMP;
 
 // Two projects, one per runtime (STYLE 25): code that runs in workerd is tested in the workers
 // pool; the CLI, SDK, stores on sql.js and the integration tests against `wrangler dev` run in Node.
@@ -25,7 +33,8 @@ export default defineConfig({
           name: "node",
           include: ["test/node/**/*.test.ts"],
           environment: "node",
-          globalSetup: ["./test/node/support/global-setup.ts"],
+          // The leak check is listed first so its teardown runs last, after the shared server stopped.
+          globalSetup: ["./test/node/support/leak-check.ts", "./test/node/support/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

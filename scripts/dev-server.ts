@@ -3,8 +3,8 @@
  * integration tests, the conformance run and the benchmarks. The process runs in its own process
  * group so stop() and kill() take wrangler and both workerd children down together (PLATFORM.md P9).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, openSync, closeSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -31,8 +31,21 @@ export interface DevServer {
   stop(): Promise<void>;
   /** Hard kill (SIGKILL to the whole group): the crash a fault test needs. */
   kill(): Promise<void>;
-  /** Starts again on the same port and storage. */
+  /** Stops the running server (if it still runs), then starts again on the same port and storage. */
   restart(): Promise<void>;
+  /** Stops the server and removes its storage directory when this module created it. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Where servers keep storage they own: under AGENTSESSIONS_TMP when a test run set it (the node
+ * project's global setup does, and fails the run if anything is left there), else the temp dir.
+ */
+function tempRoot(): string {
+  const root = process.env.AGENTSESSIONS_TMP;
+  if (!root) return tmpdir();
+  mkdirSync(root, { recursive: true });
+  return root;
 }
 
 export async function freePort(): Promise<number> {
@@ -48,7 +61,8 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
-  const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "agentsessions-dev-"));
+  const owned = opts.persistDir === undefined;
+  const persistDir = opts.persistDir ?? mkdtempSync(join(tempRoot(), "agentsessions-dev-"));
   const port = opts.port ?? (await freePort());
   const logFile = join(persistDir, `wrangler-${port}.log`);
   let child: ChildProcess | undefined;
@@ -75,6 +89,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     // Runtime backends' incarnations dial back to this URL (objects/tunnel/served-harness.ts).
     // Local development: authentication off unless a test configures it (opts.vars.AUTH_MODE).
     for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, AUTH_MODE: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
+    mkdirSync(join(persistDir, "tmp"), { recursive: true });
     const fd = openSync(logFile, "a");
     child = spawn(process.execPath, args, {
       cwd: ROOT,
@@ -87,33 +102,46 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
         NO_COLOR: "1",
         CLOUDFLARE_CF_FETCH_ENABLED: "false",
         WRANGLER_LOG_PATH: join(persistDir, "wrangler-logs"),
+        // wrangler's scratch files (its update check) stay with the server's own storage.
+        TMPDIR: join(persistDir, "tmp"),
         ...opts.env,
       },
     });
     closeSync(fd);
+    if (child.pid !== undefined) noteGroup(child.pid);
     await waitReady(`http://127.0.0.1:${port}`, child, logFile);
   };
 
   const signalGroup = async (sig: NodeJS.Signals) => {
     const c = child;
-    if (!c || c.exitCode !== null || c.pid === undefined) return;
-    const exited = new Promise<void>((ok) => c.once("exit", () => ok()));
-    try {
-      process.kill(-c.pid, sig);
-    } catch {
-      return;
+    if (!c || c.pid === undefined) return;
+    const group = c.pid;
+    if (c.exitCode === null && c.signalCode === null) {
+      const exited = new Promise<void>((ok) => c.once("exit", () => ok()));
+      try {
+        process.kill(-group, sig);
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, sleep(10_000)]);
     }
-    await Promise.race([exited, sleep(10_000)]);
-    // workerd children are reaped shortly after wrangler exits; make sure none survive.
+    // workerd children can outlive wrangler; whatever is left of the group goes now.
     try {
-      process.kill(-c.pid, "SIGKILL");
+      process.kill(-group, "SIGKILL");
     } catch {
       // already gone
     }
-    await sleep(200);
+    for (let i = 0; i < 50 && groupAlive(group); i++) await sleep(100);
+    forgetGroup(group);
   };
 
-  await launch();
+  try {
+    await launch();
+  } catch (e) {
+    await signalGroup("SIGKILL");
+    if (owned) rmSync(persistDir, { recursive: true, force: true });
+    throw e;
+  }
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -121,7 +149,15 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     logFile,
     stop: () => signalGroup("SIGTERM"),
     kill: () => signalGroup("SIGKILL"),
-    restart: launch,
+    restart: async () => {
+      // The old server would keep the port, and the new one would never serve a request.
+      await signalGroup("SIGTERM");
+      await launch();
+    },
+    dispose: async () => {
+      await signalGroup("SIGTERM");
+      if (owned) rmSync(persistDir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -142,4 +178,36 @@ async function waitReady(url: string, child: ChildProcess, logFile: string): Pro
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((ok) => setTimeout(ok, ms));
+}
+
+/**
+ * Process groups this run started, one empty file per group under AGENTSESSIONS_TMP/.groups: the
+ * test run's leak check (test/node/support/leak-check.ts) fails when one is still alive at its end.
+ */
+export const GROUPS_DIR = ".groups";
+
+function noteGroup(group: number): void {
+  const root = process.env.AGENTSESSIONS_TMP;
+  if (!root) return;
+  mkdirSync(join(root, GROUPS_DIR), { recursive: true });
+  writeFileSync(join(root, GROUPS_DIR, String(group)), "");
+}
+
+function forgetGroup(group: number): void {
+  const root = process.env.AGENTSESSIONS_TMP;
+  if (root) rmSync(join(root, GROUPS_DIR, String(group)), { force: true });
+}
+
+/** Whether any process of the group still runs (zombies waiting to be reaped do not count). */
+export function groupAlive(group: number): boolean {
+  let out: string;
+  try {
+    out = execFileSync("ps", ["-eo", "pgid=,stat="], { encoding: "utf8" });
+  } catch {
+    return false;
+  }
+  return out.split("\n").some((line) => {
+    const [g, stat] = line.trim().split(/\s+/);
+    return Number(g) === group && stat !== undefined && !stat.startsWith("Z");
+  });
 }

@@ -3,10 +3,10 @@
  * .proto files: regenerate into a temp dir offline and compare file by file.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { ROOT } from "../../../scripts/dev-server.js";
 
 function files(dir: string): string[] {
@@ -19,6 +19,7 @@ function files(dir: string): string[] {
 describe("generated code", () => {
   it("gen: proto/gen is up to date with the .proto files", () => {
     const out = mkdtempSync(join(tmpdir(), "gen-"));
+    onTestFinished(() => rmSync(out, { recursive: true, force: true }));
     const template = JSON.stringify({
       version: "v2",
       plugins: [{ local: join(ROOT, "node_modules/.bin/protoc-gen-es"), out, opt: ["target=ts", "import_extension=js"] }],
