@@ -31,7 +31,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([server?.stop(), bare?.stop()]);
+  await Promise.all([server?.dispose(), bare?.dispose()]);
+  // The restarted bare server was handed its storage, so it does not own it.
+  if (bare) rmSync(bare.persistDir, { recursive: true, force: true });
   await executor?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

@@ -231,7 +231,7 @@ describe("agentctl cancel of a running turn", () => {
   });
 
   afterAll(async () => {
-    await host?.stop();
+    await host?.dispose();
     gate?.closeAllConnections();
     gate?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });

@@ -11,12 +11,13 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { rmSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { ReplayRequestSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ChainVerifier } from "../../../proto/verify.js";
 import { SessionsClient } from "../../../sdk/client.js";
-import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { ROOT, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 import { generateCase, pathOf, protectedBy, type Targets } from "./cases.js";
 import { liveTurns, type LiveResult } from "./live-peer.js";
 import { judge, send } from "./oracle.js";
@@ -72,13 +73,16 @@ let keepState = false;
 const keepOnFailure = () =>
   onTestFailed(() => {
     keepState = true;
-    console.log(`fuzz: the server's storage and log are kept in ${server.persistDir}`);
+    console.log("fuzz: the server's storage and log are kept in .wrangler/fuzz-failure-<ms>");
   });
 
 afterAll(async () => {
   await server?.stop();
+  if (!server) return;
+  // Out of the run's temp folder (which the leak check empties) into the repo's ignored .wrangler/.
+  if (keepState) renameSync(server.persistDir, join(ROOT, ".wrangler", `fuzz-failure-${Date.now()}`));
   // Huge-string cases leave tens of MB of SQLite behind; a passing run needs none of it.
-  if (server && !keepState) rmSync(server.persistDir, { recursive: true, force: true });
+  else rmSync(server.persistDir, { recursive: true, force: true });
 });
 
 /** The raw bytes of a binary Replay of the whole journal. */

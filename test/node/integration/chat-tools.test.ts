@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server?.stop();
+  await server?.dispose();
   await executor?.close();
   await model?.close();
 });

@@ -41,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pod?.close();
-  await server?.stop();
+  await server?.dispose();
 });
 
 /** The process the pod runs for a session, from the host's view of its incarnation. */

@@ -73,7 +73,7 @@ describe("a Python harness over the tunnel", () => {
 
   afterAll(async () => {
     if (peer) await stopPeer(peer);
-    await server?.stop();
+    await server?.dispose();
   }, 60_000);
 
   it.skipIf(!hasPython)("connects and is welcomed with a connection id", () => {

@@ -53,7 +53,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server?.stop();
+  await server?.dispose();
 });
 
 function raw<S extends DescService>(service: S, token?: string): Client<S> {

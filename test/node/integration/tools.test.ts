@@ -28,7 +28,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server?.stop();
+  await server?.dispose();
   await exec?.close();
   await fakeModel?.close();
 });

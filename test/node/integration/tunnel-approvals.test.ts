@@ -47,7 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   peer?.ws.terminate();
-  await server?.stop();
+  await server?.dispose();
   await executor?.close();
 });
 

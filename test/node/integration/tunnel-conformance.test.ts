@@ -33,7 +33,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const p of peers) p.ws.terminate();
-  await server?.stop();
+  await server?.dispose();
   await executor?.close();
   await model?.close();
 });

@@ -71,7 +71,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(serving.map((s) => s.close()));
-  await server?.stop();
+  await server?.dispose();
   await executor?.close();
   await model?.close();
 });

@@ -26,7 +26,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const p of peers) p.ws.terminate();
-  await server?.stop();
+  await server?.dispose();
 });
 
 /** A harness connection driven by hand: everything the host sends is kept in `received`. */

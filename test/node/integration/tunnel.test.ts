@@ -41,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(serving.map((s) => s.close()));
-  await server?.stop();
+  await server?.dispose();
   await gates?.close();
 });
 
