@@ -75,7 +75,7 @@ async function main(): Promise<void> {
 
     await runForkBench(u);
   } finally {
-    await server.stop();
+    await server.dispose();
   }
 }
 
