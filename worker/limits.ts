@@ -7,23 +7,17 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import { limiterStub, type Env, type LimitSettings } from "../objects/index.js";
-import { randomHex } from "../proto/ids.js";
 import { callerKey } from "./context.js";
-
-/** A lease outlives any turn we expect; one the Worker failed to release frees itself then. */
-const LEASE_MS = 15 * 60_000;
 
 export interface LimitGuards {
   readonly limits: HostLimits;
   /** Interceptor: the tenant's request rate. Runs after authorize (the tenant is known). */
   readonly rateLimit: Interceptor;
-  /** Takes a running-execution slot for `uid`; the returned function gives it back. */
-  leaseExecution(tenant: string, uid: string): Promise<() => Promise<void>>;
 }
 
 export function createLimitGuards(env: Env): LimitGuards {
   const limits = hostLimits(env);
-  const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs, leaseMs: LEASE_MS };
+  const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
   return {
     limits,
     rateLimit: (next) => async (req) => {
@@ -38,16 +32,6 @@ export function createLimitGuards(env: Env): LimitGuards {
         }
       }
       return next(req);
-    },
-    async leaseExecution(tenant, uid) {
-      if (settings.maxConcurrent <= 0) return async () => undefined;
-      const stub = limiterStub(env, tenant);
-      const owner = randomHex(8);
-      const r = await stub.acquire(settings, uid, owner);
-      if (!r.ok) {
-        throw new ConnectError(`tenant ${tenant} already runs ${r.running} executions, its limit: wait for one to finish, then retry`, Code.ResourceExhausted);
-      }
-      return () => stub.release(uid, owner);
     },
   };
 }

@@ -77,7 +77,6 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       noteSession(ctx, uid);
       const body: ExecRequest = { ...req, session: uid };
       const tenant = callerOf(ctx).tenant;
-      const release = await guards.leaseExecution(tenant, uid);
       const decoder = new FrameDecoder();
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
@@ -94,7 +93,6 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
         }
       } finally {
         reader?.releaseLock();
-        await release().catch(() => undefined);
       }
       if (!decoder.drained) throw new ConnectError("the turn's stream was cut short; read the session and Replay", Code.Unavailable);
     },

@@ -27,7 +27,7 @@ export async function teardown(): Promise<void> {
       // gone meanwhile
     }
   }
-  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)));
+  const left = list(root).filter((name) => name !== GROUPS_DIR && !TOOL_CACHES.test(name) && !isVitestCache(join(root, name)));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
   rmSync(root, { recursive: true, force: true });
   if (leaks.length === 0) return;
@@ -37,6 +37,9 @@ export async function teardown(): Promise<void> {
   console.error(`\nleak check: a test did not clean up after itself: ${leaks.join("; ")}`);
   console.log(`\n${summary.passed} passed, ${summary.failed + 1} failed`);
 }
+
+/** Caches tools keep in the temp dir by design (tsx compiles into `tsx-<uid>`); removed with the folder. */
+const TOOL_CACHES = /^tsx-\d+$/;
 
 /** vitest keeps transformed modules in a folder of its own (`<id>/ssr/…`) and removes it after this runs. */
 function isVitestCache(dir: string): boolean {
