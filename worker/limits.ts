@@ -4,15 +4,14 @@
  * size limit is the router's readMaxBytes; per-event bytes are the journal's (objects/journal).
  */
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import { limiterStub, type Env, type LimitSettings } from "../objects/index.js";
-import { callerKey } from "./context.js";
 
 export interface LimitGuards {
   readonly limits: HostLimits;
-  /** Interceptor: the tenant's request rate. Runs after authorize (the tenant is known). */
-  readonly rateLimit: Interceptor;
+  /** Takes one of the tenant's request tokens; the refusal's message when it is over its rate. */
+  admitRate(tenant: string): Promise<string | undefined>;
 }
 
 export function createLimitGuards(env: Env): LimitGuards {
@@ -20,18 +19,11 @@ export function createLimitGuards(env: Env): LimitGuards {
   const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
   return {
     limits,
-    rateLimit: (next) => async (req) => {
-      if (settings.ratePerSecond > 0) {
-        const tenant = req.contextValues.get(callerKey).tenant;
-        const r = await limiterStub(env, tenant).admit(settings);
-        if (!r.ok) {
-          throw new ConnectError(
-            `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(r.retryAfterMs / 1000))} s`,
-            Code.ResourceExhausted,
-          );
-        }
-      }
-      return next(req);
+    async admitRate(tenant) {
+      if (settings.ratePerSecond <= 0) return undefined;
+      const r = await limiterStub(env, tenant).admit(settings);
+      if (r.ok) return undefined;
+      return `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(r.retryAfterMs / 1000))} s`;
     },
   };
 }

@@ -14,6 +14,7 @@
  */
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 
 type Protocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web";
 
@@ -90,44 +91,58 @@ export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Arr
   if (f.protocol === "grpc") {
     const message =
       "plain gRPC is not served: Workers cannot send the HTTP trailers that carry its status; use gRPC-Web (application/grpc-web+proto) or Connect";
-    return errorResponse(f, contentType, UNIMPLEMENTED, message);
+    return { code: Code.Unimplemented, response: errorBody(f, contentType, Code.Unimplemented, message) };
   }
   const message = problemOf(method, f, req.headers, body);
   if (message === undefined) return undefined;
-  return errorResponse(f, contentType, INVALID_ARGUMENT, message);
+  return { code: Code.InvalidArgument, response: errorBody(f, contentType, Code.InvalidArgument, message) };
 }
 
-/** The two codes answered here: Connect's name, HTTP status for Connect unary (gRPC numbers are Code's). */
-interface Refusal {
-  code: Code;
-  name: string;
-  http: number;
-}
-const INVALID_ARGUMENT: Refusal = { code: Code.InvalidArgument, name: "invalid_argument", http: 400 };
-const UNIMPLEMENTED: Refusal = { code: Code.Unimplemented, name: "unimplemented", http: 501 };
-
-function errorResponse(f: Framing, contentType: string, code: Refusal, message: string): Refused {
-  return { code: code.code, response: errorBody(f, contentType, code, message) };
+/**
+ * A refusal of `req` in the protocol its content type selects for `method` (Connect unary JSON
+ * when it selects none), for answers given before the router reads the request: authentication
+ * and the request size limit (worker/rpc-entry.ts).
+ */
+export function refusalFor(method: DescMethod, req: Request, code: Code, message: string): Response {
+  const contentType = req.headers.get("content-type") ?? "";
+  const f = framingOf(method, contentType) ?? { protocol: "connect-unary", binary: false, encodingHeader: "content-encoding" };
+  return errorBody(f, contentType, code, message, true);
 }
 
-function errorBody(f: Framing, contentType: string, code: Refusal, message: string): Response {
+/** `unread`: the request's body is not read (a refusal before it), so no answer may be bodyless. */
+function errorBody(f: Framing, contentType: string, code: Code, message: string, unread = false): Response {
   switch (f.protocol) {
     case "connect-unary":
-      return Response.json({ code: code.name, message }, { status: code.http });
+      return Response.json({ code: codeToString(code), message }, { status: codeToHttpStatus(code) });
     case "connect-stream": {
-      const end = new TextEncoder().encode(JSON.stringify({ error: { code: code.name, message } }));
+      const end = new TextEncoder().encode(JSON.stringify({ error: { code: codeToString(code), message } }));
       const frame = new Uint8Array(5 + end.length);
       frame[0] = 0x02;
       new DataView(frame.buffer).setUint32(1, end.length);
       frame.set(end, 5);
       return new Response(frame, { status: 200, headers: { "content-type": contentType } });
     }
+    case "grpc-web": {
+      if (!unread) return trailersOnly(contentType, code, message);
+      // The status as a trailer frame in the body (flag 0x80), not trailers-only headers: workerd
+      // holds back a bodyless answer until the request's unread body has arrived in full.
+      const trailer = new TextEncoder().encode(`grpc-status: ${code}\r\ngrpc-message: ${encodeURIComponent(message)}\r\n`);
+      const frame = new Uint8Array(5 + trailer.length);
+      frame[0] = 0x80;
+      new DataView(frame.buffer).setUint32(1, trailer.length);
+      frame.set(trailer, 5);
+      return new Response(frame, { status: 200, headers: { "content-type": contentType } });
+    }
     case "grpc":
-    case "grpc-web":
-      // Trailers-only: the status travels in the headers, which both protocols allow.
-      return new Response(null, {
-        status: 200,
-        headers: { "content-type": contentType, "grpc-status": String(code.code), "grpc-message": encodeURIComponent(message) },
-      });
+      // Plain gRPC carries its status in HTTP trailers, which a Worker cannot send.
+      return trailersOnly(contentType, code, message);
   }
+}
+
+/** A gRPC answer whose status travels in its headers, which both gRPC and gRPC-Web allow. */
+function trailersOnly(contentType: string, code: Code, message: string): Response {
+  return new Response(null, {
+    status: 200,
+    headers: { "content-type": contentType, "grpc-status": String(code), "grpc-message": encodeURIComponent(message) },
+  });
 }

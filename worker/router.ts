@@ -12,8 +12,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
 import { createHttpRuntime } from "../runtimes/http/index.js";
-import { authorize } from "./auth/index.js";
-import { createLimitGuards } from "./limits.js";
+import type { LimitGuards } from "./limits.js";
 import { classifyFaults } from "./faults.js";
 import { requestLog } from "./request-log.js";
 import { createAuditService } from "./audit-service.js";
@@ -22,13 +21,15 @@ import { createSessionsService } from "./sessions-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
 
-export function createRpcHandlers(env: Env): RpcHandlers {
-  const guards = createLimitGuards(env);
+/**
+ * The router for requests worker/rpc-entry.ts has already authenticated, authorized, admitted at
+ * the tenant's rate and read within the size limit.
+ */
+export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   const router = createConnectRouter({
-    // Logged first, so refusals are logged too; nothing past authorize runs for a refused caller.
     // classifyFaults is innermost, so the log and the caller see INTERNAL for an unexpected throw.
-    interceptors: [requestLog, authorize, guards.rateLimit, classifyFaults],
-    // Larger requests are refused before they are parsed.
+    interceptors: [requestLog, classifyFaults],
+    // Checked before the body reaches the router too (rpc-entry.ts); this bounds what it decodes.
     readMaxBytes: guards.limits.maxRequestBytes,
     // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.
     jsonOptions: { ignoreUnknownFields: false },
