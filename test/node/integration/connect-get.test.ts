@@ -1,0 +1,79 @@
+/**
+ * Connect GET against the shared `wrangler dev`: GetSession and ListSessions are marked
+ * `idempotency_level = NO_SIDE_EFFECTS` (proto/agentsessions/v1/session.proto), so they answer a
+ * bodiless GET (`?connect=v1&encoding=json&message=…`), as curl and HTTP caches use them; methods
+ * with effects still refuse GET. The option changes no wire byte: a Session encodes the same.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { describe, expect, inject, it } from "vitest";
+import { file_agentsessions_v1_session, Sessions, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+
+const base = () => inject("serverUrl");
+const getUrl = (method: string, message: unknown) =>
+  `${base()}/agentsessions.v1.Sessions/${method}?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify(message))}`;
+
+async function createNamed(name: string): Promise<string> {
+  const res = await fetch(`${base()}/agentsessions.v1.Sessions/CreateSession`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ session: { metadata: { project: "get-demo", name } } }),
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { metadata: { uid: string } }).metadata.uid;
+}
+
+describe("Connect GET", () => {
+  it("GetSession: a bodiless GET returns the session as JSON", async () => {
+    const uid = await createNamed("by-get");
+    const res = await fetch(getUrl("GetSession", { uid }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const s = (await res.json()) as { metadata: { uid: string; name: string } };
+    expect(s.metadata).toMatchObject({ uid, name: "by-get" });
+  });
+
+  it("ListSessions: a GET lists the project, and an unknown uid by GET is not_found", async () => {
+    const uid = await createNamed("listed");
+    const res = await fetch(getUrl("ListSessions", { project: "get-demo" }));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { sessions: { metadata: { uid: string } }[] };
+    expect(body.sessions.map((s) => s.metadata.uid)).toContain(uid);
+    const missing = await fetch(getUrl("GetSession", { uid: "sess-000000000000000000000000" }));
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { code: string }).code).toBe("not_found");
+  });
+
+  it("CreateSession: a method with effects refuses GET", async () => {
+    const res = await fetch(getUrl("CreateSession", { session: {} }));
+    expect(res.status).toBe(405);
+  });
+
+  it("connect-web with useHttpGet: the SDK's transport reads sessions by GET", async () => {
+    const uid = await createNamed("sdk-get");
+    const methods: string[] = [];
+    const client = createClient(
+      Sessions,
+      createConnectTransport({
+        baseUrl: base(),
+        useHttpGet: true,
+        fetch: (input, init) => {
+          methods.push(init?.method ?? "GET");
+          return fetch(input, init);
+        },
+      }),
+    );
+    expect((await client.getSession({ uid })).metadata?.uid).toBe(uid);
+    expect(methods).toEqual(["GET"]);
+  });
+
+  it("idempotency_level: only GetSession and ListSessions carry it, and a Session's bytes do not change", () => {
+    const marked = Sessions.methods.filter((m) => m.idempotency !== undefined && m.idempotency !== 0).map((m) => m.name);
+    expect(marked).toEqual(["GetSession", "ListSessions"]);
+    // Options are descriptor metadata, not fields: the message encodes exactly as before.
+    const bytes = toBinary(SessionSchema, create(SessionSchema, { lastSeq: 5n, harness: "echo" }));
+    expect(Buffer.from(bytes).toString("hex")).toBe("12046563686f2805");
+    expect(file_agentsessions_v1_session.messages.find((m) => m.name === "Session")?.fields.length).toBe(14);
+  });
+});
