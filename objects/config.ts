@@ -27,6 +27,8 @@ export interface ConfigEnv {
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
+  /** Origins a browser app may call the API from, comma- or space-separated, or `*`; none by default (worker/cors.ts). */
+  CORS_ALLOWED_ORIGINS?: string;
   /** keys, jwt, or none (local development only); unset refuses every request (docs/security.md). */
   AUTH_MODE?: string;
   /** Secret: the API key table, a JSON list of {id, sha256, tenant, principal, roles}. */

@@ -12,6 +12,7 @@ import { refuseMalformed } from "./request-check.js";
 import { logRpc } from "./request-log.js";
 import { createRpcHandlers, serveRpc, type RpcHandlers } from "./router.js";
 import { serveBench } from "./bench.js";
+import { serveWithCors } from "./cors.js";
 import { serveUi } from "./ui.js";
 import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
 
@@ -21,7 +22,7 @@ let handlers: RpcHandlers | undefined;
 let auth: Authenticator | undefined;
 let limits: HostLimits | undefined;
 
-export default {
+const routes = {
   async fetch(req: Request, env: Env): Promise<Response> {
     const url = new URL(req.url);
     handlers ??= createRpcHandlers(env);
@@ -59,6 +60,11 @@ export default {
       { status: 404 },
     );
   },
+} satisfies ExportedHandler<Env>;
+
+// CORS around every route; preflights are answered first, before authentication (worker/cors.ts).
+export default {
+  fetch: (req, env) => serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env)),
 } satisfies ExportedHandler<Env>;
 
 /**
