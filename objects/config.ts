@@ -5,6 +5,7 @@
  */
 import type { OpenAiChatConfig } from "./models/openai-chat.js";
 import type { HttpExecutorConfig } from "./tools/http-executor.js";
+import type { McpExecutorConfig } from "./tools/mcp-executor.js";
 
 export interface ConfigEnv {
   MODEL_BASE_URL?: string;
@@ -20,7 +21,12 @@ export interface ConfigEnv {
   TOOL_EXECUTOR_URL?: string;
   /** Secret: sent to the executor as a bearer token. */
   TOOL_EXECUTOR_TOKEN?: string;
+  /** Bounds each tool call, for the webhook and the MCP server alike (default 30000). */
   TOOL_EXECUTOR_TIMEOUT_MS?: string;
+  /** An MCP server (Streamable HTTP) that runs the host-executed calls instead of the webhook (docs/tools.md). */
+  TOOL_MCP_URL?: string;
+  /** Secret: sent to the MCP server as a bearer token. */
+  TOOL_MCP_TOKEN?: string;
   /** Default approval deadline in seconds for gated calls that declare none (unset or 0: none). */
   APPROVAL_TIMEOUT_SECONDS?: string;
   /** "1" serves the test-only harnesses (runtimes/builtin/testing.ts); never set in a deployment. */
@@ -108,8 +114,10 @@ export function hostLimits(env: ConfigEnv): HostLimits {
 export interface HostConfig {
   /** The OpenAI-compatible provider, when MODEL_BASE_URL is set. */
   model?: OpenAiChatConfig;
-  /** The tool executor, when TOOL_EXECUTOR_URL is set. */
+  /** The tool executor webhook, when TOOL_EXECUTOR_URL is set and TOOL_MCP_URL is not. */
   executor?: HttpExecutorConfig;
+  /** The MCP server that executes tools, when TOOL_MCP_URL is set (it wins over the webhook). */
+  mcp?: McpExecutorConfig;
   approvalTimeoutSeconds?: number;
   defaultModel: string;
   testHarnesses: boolean;
@@ -128,8 +136,12 @@ export function hostConfig(env: ConfigEnv): HostConfig {
         }
       : undefined,
     defaultModel: env.MODEL_DEFAULT ?? "",
-    executor: env.TOOL_EXECUTOR_URL?.trim()
-      ? { url: env.TOOL_EXECUTOR_URL.trim(), token: env.TOOL_EXECUTOR_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
+    executor:
+      env.TOOL_EXECUTOR_URL?.trim() && !env.TOOL_MCP_URL?.trim()
+        ? { url: env.TOOL_EXECUTOR_URL.trim(), token: env.TOOL_EXECUTOR_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
+        : undefined,
+    mcp: env.TOOL_MCP_URL?.trim()
+      ? { url: env.TOOL_MCP_URL.trim(), token: env.TOOL_MCP_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
       : undefined,
     approvalTimeoutSeconds: positive(env.APPROVAL_TIMEOUT_SECONDS),
     testHarnesses: env.TEST_HARNESSES === "1",

@@ -23,6 +23,7 @@ import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
 import { createHttpExecutor } from "./tools/http-executor.js";
+import { createMcpExecutor } from "./tools/mcp-executor.js";
 import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
@@ -49,7 +50,7 @@ export class SessionObject extends DurableObject<Env> {
         await ctx.storage.deleteAlarm();
         await ctx.storage.deleteAll();
       },
-      tools: config.executor && createHttpExecutor(config.executor),
+      tools: config.mcp ? createMcpExecutor(config.mcp) : config.executor && createHttpExecutor(config.executor),
       maxEventBytes: hostLimits(env).maxEventBytes,
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
       remote: (name, session, inbox) => resolveRemoteHarness(env, name, session, inbox),
