@@ -22,8 +22,8 @@ import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
-import { createHttpExecutor } from "./tools/http-executor.js";
-import { createMcpExecutor } from "./tools/mcp-executor.js";
+import { timedProvider } from "./models/timed.js";
+import { createToolExecutor } from "./tools/executor.js";
 import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
@@ -33,7 +33,7 @@ export class SessionObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = hostConfig(env);
-    const provider = config.model && createOpenAiChatProvider(config.model);
+    const provider = config.model && timedProvider(createOpenAiChatProvider(config.model));
     this._host = new SessionHost({
       db: sqlDbFromStorage(ctx.storage),
       now: () => Date.now(),
@@ -50,7 +50,7 @@ export class SessionObject extends DurableObject<Env> {
         await ctx.storage.deleteAlarm();
         await ctx.storage.deleteAll();
       },
-      tools: config.mcp ? createMcpExecutor(config.mcp) : config.executor && createHttpExecutor(config.executor),
+      tools: createToolExecutor(config),
       maxEventBytes: hostLimits(env).maxEventBytes,
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
       remote: (name, session, inbox) => resolveRemoteHarness(env, name, session, inbox),
