@@ -11,6 +11,7 @@ export interface ConfigEnv {
   MODEL_BASE_URL?: string;
   /** Secret. Falls back to OPENAI_API_KEY, as the reference daemon does. */
   MODEL_API_KEY?: string;
+  /** Secret: read when MODEL_API_KEY is unset. */
   OPENAI_API_KEY?: string;
   MODEL_PATH?: string;
   MODEL_AUTH_HEADER?: string;
@@ -33,6 +34,8 @@ export interface ConfigEnv {
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
+  /** Secret: the bearer token the host sends to runtime backends (the Runtime SPI, docs/runtimes.md). */
+  RUNTIME_TOKEN?: string;
   /** Origins a browser app may call the API from, comma- or space-separated, or `*`; none by default (worker/cors.ts). */
   CORS_ALLOWED_ORIGINS?: string;
   /** keys, jwt, or none (local development only); unset refuses every request (docs/security.md). */
