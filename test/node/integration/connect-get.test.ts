@@ -2,13 +2,14 @@
  * Connect GET against the shared `wrangler dev`: GetSession and ListSessions are marked
  * `idempotency_level = NO_SIDE_EFFECTS` (proto/agentsessions/v1/session.proto), so they answer a
  * bodiless GET (`?connect=v1&encoding=json&message=…`), as curl and HTTP caches use them; methods
- * with effects still refuse GET. The option changes no wire byte: a Session encodes the same.
+ * with effects still refuse GET. A binary GET message that does not decode is invalid_argument
+ * (worker/request-check.ts), as a malformed POST body is. The option changes no wire byte.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { describe, expect, inject, it } from "vitest";
-import { file_agentsessions_v1_session, Sessions, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { file_agentsessions_v1_session, GetSessionRequestSchema, Sessions, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 const base = () => inject("serverUrl");
 const getUrl = (method: string, message: unknown) =>
@@ -43,6 +44,19 @@ describe("Connect GET", () => {
     const missing = await fetch(getUrl("GetSession", { uid: "sess-000000000000000000000000" }));
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { code: string }).code).toBe("not_found");
+  });
+
+  it("GetSession: a binary GET (encoding=proto, base64) is served, and one that does not decode is invalid_argument, not internal", async () => {
+    const uid = await createNamed("binary");
+    const message = Buffer.from(toBinary(GetSessionRequestSchema, create(GetSessionRequestSchema, { uid }))).toString("base64url");
+    const ok = await fetch(`${base()}/agentsessions.v1.Sessions/GetSession?connect=v1&encoding=proto&base64=1&message=${message}`);
+    expect(ok.status).toBe(200);
+    expect(fromBinary(SessionSchema, new Uint8Array(await ok.arrayBuffer())).metadata?.uid).toBe(uid);
+    for (const bad of ["__8", "not*base64"]) {
+      const res = await fetch(`${base()}/agentsessions.v1.Sessions/GetSession?connect=v1&encoding=proto&base64=1&message=${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe("invalid_argument");
+    }
   });
 
   it("CreateSession: a method with effects refuses GET", async () => {
