@@ -9,6 +9,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { describe, expect, inject, it } from "vitest";
+import { SessionsClient } from "../../../sdk/client.js";
 import { file_agentsessions_v1_session, GetSessionRequestSchema, Sessions, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 const base = () => inject("serverUrl");
@@ -80,6 +81,22 @@ describe("Connect GET", () => {
     );
     expect((await client.getSession({ uid })).metadata?.uid).toBe(uid);
     expect(methods).toEqual(["GET"]);
+  });
+
+  it("SessionsClient with httpGet: get and list go out as GET, in binary", async () => {
+    const uid = await createNamed("client-get");
+    const methods: string[] = [];
+    const client = new SessionsClient({
+      server: base(),
+      httpGet: true,
+      fetch: (input, init) => {
+        methods.push(`${init?.method ?? "GET"} ${new URL(String(input)).searchParams.get("encoding") ?? ""}`);
+        return fetch(input, init);
+      },
+    });
+    expect((await client.get(uid)).metadata?.name).toBe("client-get");
+    for await (const _ of client.list({ project: "get-demo" })) void _;
+    expect(methods).toEqual(["GET proto", "GET proto"]);
   });
 
   it("idempotency_level: only GetSession and ListSessions carry it, and a Session's bytes do not change", () => {
