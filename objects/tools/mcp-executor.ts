@@ -12,8 +12,9 @@
  * list from the server as a recorded call (runtimes/builtin/chat.ts, `mcp_tools`): MCP tool names
  * cannot contain "/", so it never shadows a tool.
  *
- * One MCP client per call: the initialize handshake costs a round trip, but nothing outlives the
- * call, so an evicted object or a server restart never meets a stale MCP session. JSON Schema
+ * One MCP client per call: the initialize handshake costs round trips (four subrequests a call),
+ * but nothing outlives the call: an evicted object or a restarted server never meets a stale MCP
+ * session, and no open SSE stream keeps the Durable Object awake between calls. JSON Schema
  * validation uses @cfworker/json-schema, since workerd forbids the code generation Ajv does.
  * Tested against a real MCP server built with the same SDK: test/node/tools/mcp-executor.test.ts
  * and test/node/integration/mcp-tools.test.ts.
