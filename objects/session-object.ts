@@ -23,7 +23,8 @@ import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
-import { createHttpExecutor } from "./tools/http-executor.js";
+import { timedProvider } from "./models/timed.js";
+import { createToolExecutor } from "./tools/executor.js";
 import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
@@ -33,7 +34,7 @@ export class SessionObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = hostConfig(env);
-    const provider = config.model && createOpenAiChatProvider(config.model);
+    const provider = config.model && timedProvider(createOpenAiChatProvider(config.model));
     const limits = hostLimits(env);
     const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
     this._host = new SessionHost({
@@ -52,7 +53,7 @@ export class SessionObject extends DurableObject<Env> {
         await ctx.storage.deleteAlarm();
         await ctx.storage.deleteAll();
       },
-      tools: config.executor && createHttpExecutor(config.executor),
+      tools: createToolExecutor(config),
       maxEventBytes: limits.maxEventBytes,
       leases:
         settings.maxConcurrent > 0

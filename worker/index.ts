@@ -10,6 +10,7 @@ import { createLimitGuards, type LimitGuards } from "./limits.js";
 import { createRpcHandlers, type RpcHandlers } from "./router.js";
 import { discardBody, serveRpcRequest } from "./rpc-entry.js";
 import { serveBench } from "./bench.js";
+import { serveWithCors } from "./cors.js";
 import { serveUi } from "./ui.js";
 import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
 
@@ -19,7 +20,7 @@ let handlers: RpcHandlers | undefined;
 let auth: Authenticator | undefined;
 let guards: LimitGuards | undefined;
 
-export default {
+const routes = {
   async fetch(req: Request, env: Env): Promise<Response> {
     const url = new URL(req.url);
     auth ??= createAuthenticator(env);
@@ -45,6 +46,11 @@ export default {
       { status: 404 },
     );
   },
+};
+
+// CORS around every route; preflights are answered first, before authentication (worker/cors.ts).
+export default {
+  fetch: (req, env) => serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env)),
 } satisfies ExportedHandler<Env>;
 
 function unauthenticated(who: { code: Code; message: string }): Response {

@@ -84,6 +84,7 @@ export interface Refused {
 
 /** The answer for a request the router would call INTERNAL (or cannot serve), or undefined. */
 export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Array): Refused | undefined {
+  if (req.method === "GET") return refuseMalformedGet(method, req);
   if (req.method !== "POST") return undefined;
   const contentType = req.headers.get("content-type") ?? "";
   const f = framingOf(method, contentType);
@@ -107,6 +108,40 @@ export function refusalFor(method: DescMethod, req: Request, code: Code, message
   const contentType = req.headers.get("content-type") ?? "";
   const f = framingOf(method, contentType) ?? { protocol: "connect-unary", binary: false, encodingHeader: "content-encoding" };
   return errorBody(f, contentType, code, message, true);
+}
+
+/**
+ * A Connect GET (read-only methods, proto/agentsessions/v1/session.proto) carries its message in
+ * the query: `encoding=proto` with `base64=1` is binary the router would also call INTERNAL when
+ * it does not decode. JSON and the rest of the query are the router's to judge.
+ */
+function refuseMalformedGet(method: DescMethod, req: Request): Refused | undefined {
+  const q = new URL(req.url).searchParams;
+  if (q.get("encoding") !== "proto" || !q.has("message") || q.get("compression")) return undefined;
+  const f: Framing = { protocol: "connect-unary", binary: true, encodingHeader: "" };
+  const refuse = (message: string): Refused => ({ code: Code.InvalidArgument, response: errorBody(f, "application/proto", Code.InvalidArgument, message) });
+  const raw = q.get("message")!;
+  let bytes: Uint8Array;
+  if (q.get("base64") === "1") {
+    if (!/^[A-Za-z0-9_=-]*$/.test(raw))
+      return refuse("the message query parameter is not base64url; encode the binary message with base64url (or use encoding=json)");
+    const b64 = raw.replace(/=+$/, "").replace(/-/g, "+").replace(/_/g, "/");
+    try {
+      bytes = Uint8Array.from(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)), (c) => c.charCodeAt(0));
+    } catch {
+      return refuse("the message query parameter is not base64url; encode the binary message with base64url (or use encoding=json)");
+    }
+  } else {
+    bytes = new Uint8Array([...raw].map((c) => c.charCodeAt(0) & 0xff));
+  }
+  try {
+    fromBinary(method.input, bytes);
+    return undefined;
+  } catch (e) {
+    return refuse(
+      `the message query parameter is not a valid binary ${method.input.typeName}: ${(e as Error).message}; send a well-formed protobuf message (or use encoding=json)`,
+    );
+  }
 }
 
 /** `unread`: the request's body is not read (a refusal before it), so no answer may be bodyless. */

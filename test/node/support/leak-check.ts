@@ -27,7 +27,7 @@ export async function teardown(): Promise<void> {
       // gone meanwhile
     }
   }
-  const left = list(root).filter((name) => name !== GROUPS_DIR && !TOOL_CACHES.test(name) && !isVitestCache(join(root, name)));
+  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isTsxCache(name));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
   rmSync(root, { recursive: true, force: true });
   if (leaks.length === 0) return;
@@ -38,13 +38,15 @@ export async function teardown(): Promise<void> {
   console.log(`\n${summary.passed} passed, ${summary.failed + 1} failed`);
 }
 
-/** Caches tools keep in the temp dir by design (tsx compiles into `tsx-<uid>`); removed with the folder. */
-const TOOL_CACHES = /^tsx-\d+$/;
-
 /** vitest keeps transformed modules in a folder of its own (`<id>/ssr/…`) and removes it after this runs. */
 function isVitestCache(dir: string): boolean {
   const inside = list(dir);
   return inside.length > 0 && inside.every((n) => n === "ssr" || n === "web");
+}
+
+/** tsx (the CLI run from source, cli/bin/agentctl.js) keeps its compile cache in `tsx-<uid>` under TMPDIR: a tool's cache, like vitest's. */
+function isTsxCache(name: string): boolean {
+  return /^tsx-\d+$/.test(name);
 }
 
 function list(dir: string): string[] {
