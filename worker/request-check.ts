@@ -15,6 +15,7 @@
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
+import { jsonNumberFormViolation, parseJsonKeepingNumberForms } from "../proto/numbers.js";
 
 type Protocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web";
 
@@ -30,6 +31,7 @@ function framingOf(method: DescMethod, contentType: string): Framing | undefined
   const ct = contentType.split(";")[0]!.trim().toLowerCase();
   const unary = method.methodKind === "unary";
   if (ct === "application/proto") return unary ? { protocol: "connect-unary", binary: true, encodingHeader: "content-encoding" } : undefined;
+  if (ct === "application/json") return unary ? { protocol: "connect-unary", binary: false, encodingHeader: "content-encoding" } : undefined;
   if (ct === "application/connect+proto" || ct === "application/connect+json") {
     return unary ? undefined : { protocol: "connect-stream", binary: ct.endsWith("proto"), encodingHeader: "connect-content-encoding" };
   }
@@ -51,9 +53,22 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
       return `the request body is not a valid binary ${input}: ${(e as Error).message}; send a well-formed protobuf message (or use JSON)`;
     }
   };
+  // JSON that parses is the router's to judge, but for integers written in forms the contract
+  // does not define, to which the parser would give a value (proto/numbers.ts).
+  const jsonForms = (bytes: Uint8Array): string | undefined => {
+    let json: unknown;
+    try {
+      json = parseJsonKeepingNumberForms(new TextDecoder().decode(bytes));
+    } catch {
+      return undefined;
+    }
+    const bad = jsonNumberFormViolation(method.input, json);
+    return bad && `${bad}; nothing was done`;
+  };
   if (f.protocol === "connect-unary") {
     const encoding = headers.get(f.encodingHeader);
-    return encoding && encoding !== "identity" ? undefined : decodes(body);
+    if (encoding && encoding !== "identity") return undefined;
+    return f.binary ? decodes(body) : jsonForms(body);
   }
   const encoding = headers.get(f.encodingHeader);
   const negotiated = encoding !== null && encoding !== "identity";
@@ -69,10 +84,9 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
       return `a request message is flagged compressed, but no ${f.encodingHeader} was sent; send it uncompressed or name its encoding`;
     }
     // A Connect end-stream frame (0x02) carries JSON; the router rejects it where it does not belong.
-    if (f.binary && !(f.protocol === "connect-stream" && flags & 0x02)) {
-      const bad = decodes(payload);
-      if (bad) return bad;
-    }
+    if (f.protocol === "connect-stream" && flags & 0x02) continue;
+    const bad = f.binary ? decodes(payload) : jsonForms(payload);
+    if (bad) return bad;
   }
   return undefined;
 }

@@ -15,6 +15,7 @@ import { createHttpRuntime } from "../runtimes/http/index.js";
 import type { LimitGuards } from "./limits.js";
 import { classifyFaults } from "./faults.js";
 import { requestLog } from "./request-log.js";
+import { strictNumbers } from "./strict-numbers.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
@@ -28,7 +29,7 @@ export type RpcHandlers = Map<string, UniversalHandler>;
 export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   const router = createConnectRouter({
     // classifyFaults is innermost, so the log and the caller see INTERNAL for an unexpected throw.
-    interceptors: [requestLog, classifyFaults],
+    interceptors: [requestLog, strictNumbers, classifyFaults],
     // Checked before the body reaches the router too (rpc-entry.ts); this bounds what it decodes.
     readMaxBytes: guards.limits.maxRequestBytes,
     // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.

@@ -4,8 +4,11 @@
  * a body over MAX_REQUEST_BYTES is refused as soon as that is known, each refusal comes in the
  * caller's protocol, and no route tells an unauthenticated caller anything but "unauthenticated".
  *
- * The body tests speak HTTP over a raw socket and send only part of the body they declare: the
- * answer can only arrive if the server did not wait for (or read) the rest.
+ * The body tests speak HTTP over a raw socket and send none (or only the refused part) of the body
+ * they declare: the answer can only arrive if the server did not wait for the rest. They send no
+ * byte the server leaves unread: `wrangler dev`'s proxy sits between this socket and the Worker,
+ * and a connection closed with unread bytes is reset, which that proxy can report as "Your worker
+ * restarted mid-request" before the answer reaches it.
  */
 import { createHash } from "node:crypto";
 import { Agent, request } from "node:http";
@@ -66,8 +69,8 @@ const post = (path: string, headers: string) => `POST ${path} HTTP/1.1\r\nHost: 
 const CREATE = "/agentsessions.v1.Sessions/CreateSession";
 
 describe("the front door: before the body is read", () => {
-  it("rpc-entry: a request without a token is refused unauthenticated with 1 KiB of its declared 512 MiB body sent", async () => {
-    const r = await rawRequest(post(CREATE, "Content-Type: application/json\r\nContent-Length: 536870912\r\n"), Buffer.alloc(1024, 32));
+  it("rpc-entry: a request without a token is refused unauthenticated with none of its declared 512 MiB body sent", async () => {
+    const r = await rawRequest(post(CREATE, "Content-Type: application/json\r\nContent-Length: 536870912\r\n"));
     expect(r.status).toBe(401);
     expect(JSON.parse(r.body)).toMatchObject({ code: "unauthenticated" });
   });
@@ -120,10 +123,10 @@ describe("the front door: before the body is read", () => {
 
   it("rpc-entry: a streaming call is refused in its own protocol: a Connect end-stream frame, or a gRPC-Web trailer frame", async () => {
     const exec = "/agentsessions.v1.Sessions/Exec";
-    const connectStream = await rawRequest(post(exec, "Content-Type: application/connect+json\r\nContent-Length: 1048576\r\n"), Buffer.alloc(16));
+    const connectStream = await rawRequest(post(exec, "Content-Type: application/connect+json\r\nContent-Length: 536870912\r\n"));
     expect(connectStream.status).toBe(200);
     expect(connectStream.body).toContain('"code":"unauthenticated"');
-    const grpcWeb = await rawRequest(post(exec, "Content-Type: application/grpc-web+proto\r\nContent-Length: 1048576\r\n"), Buffer.alloc(16));
+    const grpcWeb = await rawRequest(post(exec, "Content-Type: application/grpc-web+proto\r\nContent-Length: 536870912\r\n"));
     expect(grpcWeb.status).toBe(200);
     // The status rides in a trailer frame (flag 0x80) of the body.
     expect(grpcWeb.body.charCodeAt(0)).toBe(0x80);
@@ -131,7 +134,7 @@ describe("the front door: before the body is read", () => {
   });
 
   it("rpc-entry: after a refusal the next request works, and a kept-alive connection serves request after request", async () => {
-    await rawRequest(post(CREATE, "Content-Type: application/json\r\nContent-Length: 536870912\r\n"), Buffer.alloc(1024, 32));
+    await rawRequest(post(CREATE, "Content-Type: application/json\r\nContent-Length: 536870912\r\n"));
     const s = await host.client.create({ name: "after a refusal" });
     expect(s.metadata?.uid).toMatch(/^sess-/);
     // A kept-alive connection: one socket, three requests in turn, each answered on it.
