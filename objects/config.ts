@@ -27,6 +27,12 @@ export interface ConfigEnv {
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
+  /**
+   * Secret: the bearer token this host sends to Runtime service backends (registered http_runtime
+   * harnesses: the pod runtime, the substrate bridge), which refuse calls without theirs
+   * (docs/runtimes.md "Authentication"). Unset: no Authorization header is sent.
+   */
+  RUNTIME_TOKEN?: string;
   /** keys, jwt, or none (local development only); unset refuses every request (docs/security.md). */
   AUTH_MODE?: string;
   /** Secret: the API key table, a JSON list of {id, sha256, tenant, principal, roles}. */
@@ -137,4 +143,9 @@ export function hostConfig(env: ConfigEnv): HostConfig {
 function positive(v: string | undefined): number | undefined {
   const n = v === undefined ? NaN : Number(v);
   return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/** The token for Runtime service backends, or undefined when none is configured. */
+export function runtimeToken(env: ConfigEnv): string | undefined {
+  return env.RUNTIME_TOKEN?.trim() || undefined;
 }

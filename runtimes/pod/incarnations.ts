@@ -17,9 +17,10 @@
 import { hostname } from "node:os";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ComputeState } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { tunnelName } from "../node/dialback-serve.js";
 import { HarnessProcess } from "./harness-process.js";
-import type { HarnessModules } from "./harness-modules.js";
-import type { PodLog } from "./pod-log.js";
+import type { HarnessModules } from "../node/harness-modules.js";
+import type { RuntimeLog } from "../node/runtime-log.js";
 
 export type Phase = "live" | "warm" | "cold" | "terminated";
 
@@ -44,7 +45,7 @@ export interface Dialback {
 
 export interface IncarnationPoolOptions {
   modules: HarnessModules;
-  log: PodLog;
+  log: RuntimeLog;
   /** How long Create, Restore and Fork wait for the harness to dial back. */
   readyTimeoutMs: number;
   /** Between SIGTERM and SIGKILL. */
@@ -229,9 +230,4 @@ function checkDialback(d: Dialback | undefined): Dialback {
   }
   if (!["http:", "https:", "ws:", "wss:"].includes(u.protocol)) throw invalid("dialback.tunnel_url must be http(s) or ws(s)");
   return d;
-}
-
-/** The host names the connection in the tunnel URL (`?name=`); the Hello must carry the same. */
-function tunnelName(tunnelUrl: string, harness: string): string {
-  return new URL(tunnelUrl).searchParams.get("name") || harness;
 }
