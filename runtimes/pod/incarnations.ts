@@ -18,6 +18,7 @@ import { hostname } from "node:os";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ComputeState } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { tunnelName } from "../node/dialback-serve.js";
+import { createKeyedQueue } from "../node/keyed-queue.js";
 import { HarnessProcess } from "./harness-process.js";
 import type { HarnessModules } from "../node/harness-modules.js";
 import type { RuntimeLog } from "../node/runtime-log.js";
@@ -54,7 +55,7 @@ export interface IncarnationPoolOptions {
 
 export class IncarnationPool {
   private readonly _entries = new Map<string, Entry>();
-  private readonly _locks = new Map<string, Promise<unknown>>();
+  private readonly _queue = createKeyedQueue();
   private readonly _host = hostname();
   private _closed = false;
 
@@ -202,16 +203,7 @@ export class IncarnationPool {
   }
 
   private _serial<T>(uid: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this._locks.get(uid) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this._locks.set(uid, tail);
-    void tail.then(() => {
-      if (this._locks.get(uid) === tail) this._locks.delete(uid);
-    });
-    return run;
+    return this._queue.run(uid, fn);
   }
 }
 
