@@ -33,8 +33,11 @@ export interface AttacherOptions {
   timeoutMs?: number;
 }
 
-/** Delivers `dialback` to actor `name` for `sessionUid`; resolves with the host's connection id. */
-export type Attach = (name: string, sessionUid: string, dialback: Dialback, restored: boolean) => Promise<string>;
+/**
+ * Delivers `dialback` to actor `name` for `sessionUid`; resolves with the host's connection id.
+ * `signal` cuts the wait (a fan-out whose caller gave up): nothing in ateapi changes mid-attach.
+ */
+export type Attach = (name: string, sessionUid: string, dialback: Dialback, restored: boolean, signal?: AbortSignal) => Promise<string>;
 
 export function createAttacher(o: AttacherOptions): Attach {
   const client: Client<typeof ActorAgent> = createClient(
@@ -42,12 +45,12 @@ export function createAttacher(o: AttacherOptions): Attach {
     createConnectTransport({ baseUrl: o.routerUrl, httpVersion: "1.1", useBinaryFormat: true }),
   );
   const router = displayUrl(o.routerUrl);
-  return async (name, sessionUid, dialback, restored) => {
+  return async (name, sessionUid, dialback, restored, signal) => {
     const target = `${o.atespace}/${name}`;
     const headers: Record<string, string> = { [TARGET_ACTOR_HEADER]: target };
     if (o.attachToken) headers.authorization = `Bearer ${o.attachToken}`;
     try {
-      const r = await client.attach({ sessionUid, dialback, restored }, { headers, timeoutMs: o.timeoutMs ?? 60_000 });
+      const r = await client.attach({ sessionUid, dialback, restored }, { headers, timeoutMs: o.timeoutMs ?? 60_000, signal });
       return r.connectionId;
     } catch (e) {
       throw attachError(router, target, e);

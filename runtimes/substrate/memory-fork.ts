@@ -13,8 +13,9 @@
  *   4. Per child, `parallelism` at a time: CreateActor from its tag (same template), ResumeActor
  *      (a restore of the copy), then the attach step with the child's own dialback.
  *
- * Any failure, or the caller giving up, stops the fan-out and tears down everything it made, on a
- * budget of its own detached from the caller's: the clones first (an unsuspended clone borrows its
+ * Any failure, or the caller giving up (checked between steps; an attach in flight is cut, ateapi
+ * calls are let finish so their outcome is known), stops the fan-out and tears down everything it
+ * made, on a budget of its own detached from the caller's: the clones first (an unsuspended clone borrows its
  * tag's copy), then the tags. The parent is left as it was (SUSPENDED). What the teardown could not
  * remove is named in the error and logged. The cost is N snapshot copies and N restores: substrate
  * has no copy-on-write clone.
@@ -87,13 +88,16 @@ export async function runMemoryFork(d: MemoryForkDeps, f: MemoryFork): Promise<{
         throw e;
       }
       const r = await d.ateapi.resumeActor(c.uid);
-      await d.attach(c.uid, c.uid, c.dialback, true);
+      await d.attach(c.uid, c.uid, c.dialback, true, f.signal);
       return d.placed(r.actor, c.uid);
     });
+    // A caller that gave up during the last step would never learn of these children.
+    stopIfCanceled(f.signal);
     d.log({ level: "info", msg: "fork", parent: f.parent, children: f.children.length, outcome: "ok", duration_ms: Date.now() - started });
     return placed;
   } catch (e) {
-    const err = ConnectError.from(e);
+    // Whatever failed once the caller gave up failed because it gave up.
+    const err = f.signal.aborted ? canceled(e) : ConnectError.from(e);
     const left = await teardown(d, made);
     d.log({
       level: left.length ? "error" : "info",
@@ -189,7 +193,11 @@ async function teardown(d: MemoryForkDeps, made: Made): Promise<string[]> {
 }
 
 function stopIfCanceled(signal: AbortSignal): void {
-  if (signal.aborted) throw new ConnectError("the caller gave up on the fork; what it made is being removed", Code.Canceled);
+  if (signal.aborted) throw canceled();
+}
+
+function canceled(cause?: unknown): ConnectError {
+  return new ConnectError("the caller gave up on the fork; what it made is being removed", Code.Canceled, undefined, undefined, cause);
 }
 
 /** `fn` over `items`, at most `limit` at once; after the first failure no new item starts, and it is thrown once all in flight settled. */

@@ -10,7 +10,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotRefSchema, type SnapshotRef } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ActorState } from "../../../proto/gen/ateapi/control_pb.js";
-import { isRetryableRuntimeError } from "../../../runtimes/http/index.js";
+import { createHttpRuntime, isRetryableRuntimeError } from "../../../runtimes/http/index.js";
 import type { ForkChild, Incarnation } from "../../../runtimes/runtime-spi.js";
 import type { FaultRule } from "../../fixtures/ateapi/faults.js";
 import { until } from "../pod/support.js";
@@ -169,6 +169,25 @@ describe("forkMany: a failed step tears down the whole fan-out", () => {
     expect(e.rawMessage).toContain(`ResumeActor agentsessions/${always[0]!.sessionUid}: another operation holds the actor's lease (retryable)`);
     expect(f.standin.calls.filter((c) => c.method === "ResumeActor" && c.subject === always[0]!.sessionUid)).toHaveLength(3);
     await expectNothingLeft(p, always);
+    await f.runtime.stop(p.inc);
+  });
+});
+
+describe("forkMany: a caller that gives up", () => {
+  it("forkMany: the host's timeout during an attach tears the fan-out down (nothing left, the parent untouched)", async () => {
+    const p = await parentAt(1);
+    const cs = children(2);
+    const release = f.standin.faults.holdAttach(cs[1]!.sessionUid);
+    try {
+      const impatient = createHttpRuntime({ baseUrl: f.bridge.url, forkManyTimeoutMs: 3_000 });
+      const e = await rejection(impatient.forkMany(p.ref, cs, { sessionUid: p.uid, harness: "counter" }));
+      expect(isRetryableRuntimeError(e)).toBe(true);
+      await until(() => cs.every((c) => !f.standin.actor(c.sessionUid) && !f.standin.tag(`fork-${c.sessionUid}`)), "the fan-out's teardown", 30_000);
+      await expectNothingLeft(p, cs);
+      expect(f.logs.some((l) => l.includes('"msg":"fork"') && l.includes(p.uid) && l.includes('"outcome":"Canceled"'))).toBe(true);
+    } finally {
+      release();
+    }
     await f.runtime.stop(p.inc);
   });
 });
