@@ -3,12 +3,14 @@
  * bridge, which runs it on an actor of the stand-in ateapi (test/fixtures/ateapi): the Worker sends
  * its RUNTIME_TOKEN secret, the actor's harness dials back to the host's tunnel with the one-time
  * token the bridge delivered, Suspend suspends the actor and Resume restores it. A bridge that
- * wants another token refuses the host before anything is journaled. The harness here is the
- * stateless echo; the memory tier on the host side (the counter, memory forks) is not wired yet.
+ * wants another token refuses the host before anything is journaled. A memory-snapshot harness (the
+ * counter) is admitted onto the bridge and its SUSPEND records the actor's snapshot; resuming and
+ * forking such a session is the host side of the memory tier, not wired yet.
  */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Lifecycle_Kind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -23,10 +25,11 @@ let host: Host;
 let standin: Standin;
 let bridge: SubstrateServer;
 let stranger: SubstrateServer;
+let counter: SubstrateServer;
 
 beforeAll(async () => {
   host = await startHost({ vars: { RUNTIME_TOKEN: TOKEN } });
-  standin = await startStandin({ atespaces: ["agentsessions"], templates: { echo: HARNESSES.echo2 } });
+  standin = await startStandin({ atespaces: ["agentsessions"], templates: { echo: HARNESSES.echo2, counter: HARNESSES.counter } });
   const common = { ateapiUrl: standin.url, atespace: "agentsessions", template: "echo", routerUrl: standin.routerUrl, log: () => undefined };
   bridge = await startSubstrateServer({ ...common, harness: await loadHostedHarness(`sub-echo=${HARNESSES.echo2}`), token: TOKEN });
   stranger = await startSubstrateServer({
@@ -34,14 +37,16 @@ beforeAll(async () => {
     harness: await loadHostedHarness(`sub-stranger=${HARNESSES.echo2}`),
     token: "rt_some_other_token_0123456789",
   });
+  counter = await startSubstrateServer({ ...common, template: "counter", harness: await loadHostedHarness(`sub-counter=${HARNESSES.counter}`), token: TOKEN });
   const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: host.url }));
-  for (const [name, url] of [
-    ["sub-echo", bridge.url],
-    ["sub-stranger", stranger.url],
+  for (const [name, url, resumability] of [
+    ["sub-echo", bridge.url, Resumability.STATELESS_REPLAY],
+    ["sub-stranger", stranger.url, Resumability.STATELESS_REPLAY],
+    ["sub-counter", counter.url, Resumability.REQUIRES_MEMORY_SNAPSHOT],
   ] as const) {
     await registry.registerHarness({
       name,
-      spec: { placement: { case: "httpRuntime", value: { url } }, capabilities: { resumability: Resumability.STATELESS_REPLAY } },
+      spec: { placement: { case: "httpRuntime", value: { url } }, capabilities: { resumability } },
     });
   }
 });
@@ -49,6 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await bridge?.close();
   await stranger?.close();
+  await counter?.close();
   await standin?.close();
   await host?.stop();
 });
@@ -84,5 +90,26 @@ describe("the substrate bridge behind the host", () => {
     expect(err?.message).toContain("Authorization: Bearer");
     expect((await client.get(uid)).lastSeq).toBe(0n);
     expect(standin.actor(uid)).toBeUndefined();
+  });
+
+  it("substrate: a memory-snapshot harness (the counter) is placed on the bridge; Suspend records the actor's memory snapshot", async () => {
+    // Resume and Fork of such a session are the host side of the memory tier, not wired yet.
+    const { client } = host;
+    const s = await client.create({ harness: "sub-counter" });
+    const uid = s.metadata!.uid;
+    expect((await client.exec({ session: uid, inputs: ["a"] })).outputs).toEqual(["1"]);
+    expect((await client.exec({ session: uid, inputs: ["b"] })).outputs).toEqual(["2"]);
+    await client.suspend(uid);
+    const actor = standin.actor(uid)!;
+    expect(actor.state).toBe(ActorState.SUSPENDED);
+    const last = (await host.records(uid)).at(-1)!.event!;
+    expect(last.body.case).toBe("lifecycle");
+    expect(last.body.value).toMatchObject({
+      kind: Lifecycle_Kind.LIFECYCLE_SUSPEND,
+      snapshotLocal: uid,
+      snapshotExternalUri: actor.snapshot.uri,
+      snapshotMemory: true,
+    });
+    expect(standin.state.images.get(actor.snapshot.uri)).toBe(JSON.stringify({ count: 2 }));
   });
 });
