@@ -1,7 +1,7 @@
 /**
  * A node:http request handler for Connect's universal handlers: the part of connect-node's
  * `connectNodeAdapter` a Runtime service backend needs (unary Connect over HTTP/1.1), plus the
- * bearer-token check, made before the body is read. It only moves bytes between
+ * bearer-token check, made before the body is read, and `GET /healthz` for probes. It only moves bytes between
  * IncomingMessage/ServerResponse and the universal request and response (see connect-node's
  * `node-universal-handler.ts`). gRPC needs HTTP/2 trailers and is not served (the router is built
  * Connect-only).
@@ -20,6 +20,11 @@ export function createNodeHandler(handlers: readonly UniversalHandler[], o: Node
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
   return (req, res) => {
     const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+    // Readiness and wakeup probes carry no token and learn nothing but that the server answers.
+    if (req.method === "GET" && url.pathname === "/healthz") {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
     if (o.authorize && !o.authorize(req.headers.authorization)) {
       const body = JSON.stringify({ code: "unauthenticated", message: "this runtime wants Authorization: Bearer <its token> (the host sends RUNTIME_TOKEN)" });
       // The body is not read: close the connection rather than drain an unauthenticated upload.

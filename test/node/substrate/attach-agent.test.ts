@@ -96,6 +96,12 @@ describe("actor agent: attach", () => {
     expect((await failure(client.attach({ sessionUid: uid() }, auth))).code).toBe(Code.InvalidArgument);
   });
 
+  it("healthz: GET /healthz answers 200 without a token (the template's wakeup probe)", async () => {
+    const res = await fetch(`${agent.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("ok\n");
+  });
+
   it("logs: the agent never writes a token", () => {
     const all = logs.join("\n");
     expect(all).toContain('"msg":"attached"');
