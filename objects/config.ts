@@ -34,7 +34,11 @@ export interface ConfigEnv {
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
-  /** Secret: the bearer token the host sends to runtime backends (the Runtime SPI, docs/runtimes.md). */
+  /**
+   * Secret: the bearer token this host sends to Runtime service backends (registered http_runtime
+   * harnesses: the pod runtime, the substrate bridge), which refuse calls without theirs
+   * (docs/runtimes.md "Authentication"). Unset: no Authorization header is sent.
+   */
   RUNTIME_TOKEN?: string;
   /** Origins a browser app may call the API from, comma- or space-separated, or `*`; none by default (worker/cors.ts). */
   CORS_ALLOWED_ORIGINS?: string;
@@ -154,4 +158,9 @@ export function hostConfig(env: ConfigEnv): HostConfig {
 function positive(v: string | undefined): number | undefined {
   const n = v === undefined ? NaN : Number(v);
   return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/** The token for Runtime service backends, or undefined when none is configured. */
+export function runtimeToken(env: ConfigEnv): string | undefined {
+  return env.RUNTIME_TOKEN?.trim() || undefined;
 }

@@ -11,6 +11,7 @@ import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
+import { runtimeToken } from "../objects/config.js";
 import { createHttpRuntime } from "../runtimes/http/index.js";
 import type { LimitGuards } from "./limits.js";
 import { classifyFaults } from "./faults.js";
@@ -43,7 +44,8 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
       // Live describe of a tunnel harness: whatever answers on a general connection right now.
       observe: async (tenant, name, spec) => {
         if (spec?.placement.case === "httpRuntime") {
-          return { descriptor: await createHttpRuntime({ baseUrl: spec.placement.value.url }).describe(name, AbortSignal.timeout(10_000)) };
+          const runtime = createHttpRuntime({ baseUrl: spec.placement.value.url, token: runtimeToken(env) });
+          return { descriptor: await runtime.describe(name, AbortSignal.timeout(10_000)) };
         }
         if (spec?.placement.case !== "tunnel") return { error: "this placement cannot be described here" };
         const r = await tunnelStub(env, tenant, name).describe("", 10_000);

@@ -44,7 +44,11 @@ function isVitestCache(dir: string): boolean {
   return inside.length > 0 && inside.every((n) => n === "ssr" || n === "web");
 }
 
-/** tsx (the CLI run from source, cli/bin/agentctl.js) keeps its compile cache in `tsx-<uid>` under TMPDIR: a tool's cache, like vitest's. */
+/**
+ * tsx keeps its transform cache in `<tmpdir>/tsx-<uid>`; every `node --import tsx` child a test
+ * starts (pod incarnations, the substrate stand-in's actors, `npm run pod`) writes there. It is a
+ * tool's cache, removed with the run's folder, not something a test forgot.
+ */
 function isTsxCache(name: string): boolean {
   return /^tsx-\d+$/.test(name);
 }
