@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Code } from "@connectrpc/connect";
+import { configEnv } from "../support/config-env.js";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { timePhase, withRequestId, type PhaseLine } from "../../../objects/request-context.js";
 import { ROOT } from "../../../scripts/dev-server.js";
@@ -39,25 +40,6 @@ function tableRows(doc: string, first: string): string[][] {
     );
   }
   return rows;
-}
-
-/** The members of `interface ConfigEnv`, and which of them its doc comment calls a secret. */
-function configEnv(): { vars: string[]; secrets: string[] } {
-  const body = /export interface ConfigEnv \{([\s\S]*?)\n\}/.exec(read("objects/config.ts"))?.[1] ?? "";
-  const vars: string[] = [];
-  const secrets: string[] = [];
-  let comment = "";
-  for (const line of body.split("\n")) {
-    const c = /^\s*\/\*\*(.*)\*\/\s*$/.exec(line);
-    if (c) comment = c[1]!.trim();
-    const m = /^\s*([A-Z0-9_]+)\?: string;/.exec(line);
-    if (m) {
-      vars.push(m[1]!);
-      if (/^Secret\b/.test(comment)) secrets.push(m[1]!);
-      comment = "";
-    }
-  }
-  return { vars, secrets };
 }
 
 const environments = [...wranglerToml.matchAll(/^\[env\.([a-z]+)\]$/gm)].map((m) => m[1]!);
