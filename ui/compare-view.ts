@@ -36,7 +36,7 @@ export function mountCompare(root: HTMLElement, a: string, b: string): View {
 
   function render(sa: Session, sb: Session, ra: LogRecord[], rb: LogRecord[]): void {
     const cmp = compareBranches(ra, rb);
-    const timingA = buildTimeline(ra).timing;
+    const timelineA = buildTimeline(ra);
     const name = (s: Session, uid: string) => s.metadata?.name || shortUid(uid);
     const lastCommon = cmp.common[cmp.common.length - 1];
     const at = cmp.divergesAt;
@@ -53,7 +53,7 @@ export function mountCompare(root: HTMLElement, a: string, b: string): View {
           : [],
       );
     const column = (s: Session, uid: string, rs: LogRecord[], all: LogRecord[]) => {
-      const timing = buildTimeline(all).timing;
+      const { timing, timed } = buildTimeline(all);
       const words = said(rs);
       const used = usageOf(rs);
       return h(
@@ -81,7 +81,7 @@ export function mountCompare(root: HTMLElement, a: string, b: string): View {
         h(
           "ol",
           { class: "records" },
-          rs.map((r) => recordItem(r, { uid, timing })),
+          rs.map((r) => recordItem(r, { uid, timing, timed })),
         ),
       );
     };
@@ -118,7 +118,7 @@ export function mountCompare(root: HTMLElement, a: string, b: string): View {
           h(
             "ol",
             { class: "records" },
-            cmp.common.map((r) => recordItem(r, { uid: a, timing: timingA })),
+            cmp.common.map((r) => recordItem(r, { uid: a, timing: timelineA.timing, timed: timelineA.timed })),
           ),
         ),
       h("div", { class: "compare-cols" }, column(sa, a, cmp.a, ra), column(sb, b, cmp.b, rb)),

@@ -43,7 +43,8 @@ export function personError(e: unknown): PersonError {
 /** "Approve failed: failed_precondition: … Try …" in one line. */
 export function errorLine(action: string, e: unknown): string {
   const p = personError(e);
-  return `${action} failed: ${p.code}: ${p.message}${p.advice ? " " + p.advice : ""}`;
+  const sep = /[.!?:]$/.test(p.message) ? " " : ". ";
+  return `${action} failed: ${p.code}: ${p.message}${p.advice ? sep + p.advice : ""}`;
 }
 
 /** fetch() rejects with a TypeError when nothing answered; connect-web wraps it as unavailable/unknown. */

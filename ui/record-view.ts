@@ -29,6 +29,8 @@ export interface RecordContext {
   onFork?: (seq: bigint) => void;
   /** Times are shown relative to this (the turn's first recorded time). */
   originMs?: number;
+  /** Whether the journal has times at all; without any, no time column is drawn. */
+  timed?: boolean;
 }
 
 export function recordItem(rec: LogRecord, ctx: RecordContext): HTMLLIElement {
@@ -50,7 +52,7 @@ export function recordItem(rec: LogRecord, ctx: RecordContext): HTMLLIElement {
       { class: "rec-head" },
       h("a", { class: "seq", href: hrefOf({ view: "session", uid: ctx.uid, seq: rec.seq }), title: `Link to record ${seq}` }, "#" + seq),
       h("span", { class: "kind" }, kind),
-      timeCell(t, ctx.originMs),
+      ctx.timed && timeCell(t, ctx.originMs),
       h("span", { class: "summary" }, ev ? clip(summary(ev), 200) : ""),
       t.tookMs !== undefined && h("span", { class: "took", title: "how long this step took" }, "took " + duration(t.tookMs)),
       t.usage && h("span", { class: "tokens", title: "tokens this model call used" }, `${count(t.usage.input)} in · ${count(t.usage.output)} out`),

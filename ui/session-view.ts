@@ -163,9 +163,11 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
   let gateKey = "";
   function renderGate(s: Session): void {
     const current = gateBox.firstElementChild as HTMLElement | null;
-    // A box mid-decision (or whose resume failed) stays until it is settled: its message matters.
-    if (current?.dataset.state === "busy" || current?.dataset.state === "committed") return;
     const ref = s.pendingApproval;
+    // A box mid-decision (or whose resume failed) stays until it is settled, and a settled one
+    // keeps saying what happened until another gate needs the place.
+    if (current?.dataset.state === "busy" || current?.dataset.state === "committed") return;
+    if (current?.dataset.state === "done" && !ref) return;
     const key = ref ? `${ref.executionId}/${ref.toolCallId}/${ref.requestSeq}` : s.execState === ExecState.EXEC_AWAITING ? "paused" : "";
     const known = ref && recs.some((r) => r.seq === ref.requestSeq);
     if (key === gateKey && (!ref || current?.dataset.complete === "1" || !known)) return;

@@ -26,7 +26,7 @@ export function createTimeline(uid: string, onFork: (seq: bigint) => void): Time
   let last: Timeline | undefined;
 
   const render = (t: Turn, prev: Turn | undefined, shown: string, timeline: Timeline): HTMLElement => {
-    const ctx = { uid, timing: timeline.timing, onFork, originMs: t.startMs };
+    const ctx = { uid, timing: timeline.timing, onFork, originMs: t.startMs, timed: timeline.timed };
     const items = h(
       "ol",
       { class: "records" },
@@ -47,7 +47,7 @@ export function createTimeline(uid: string, onFork: (seq: bigint) => void): Time
       let prev: Turn | undefined;
       for (const t of timeline.turns) {
         const shown = shownState(t, t === lastTurn(timeline) ? execState : undefined);
-        const sig = `${t.lastSeq}:${t.records.length}:${shown}:${prev?.endMs ?? ""}`;
+        const sig = `${t.lastSeq}:${t.records.length}:${shown}:${prev?.endMs ?? ""}:${timeline.timed}`;
         let g = groups.get(t.key);
         if (!g || g.sig !== sig) {
           g = { node: render(t, prev, shown, timeline), sig };
