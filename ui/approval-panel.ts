@@ -32,6 +32,14 @@ export function gatePanel(uid: string, gate: GateDetails, o: GatePanelOptions = 
   const approve = h("button", { type: "button", class: "primary" }, "Approve and continue");
   const deny = h("button", { type: "button", class: "danger" }, "Deny");
   const buttons = [approve, deny];
+  const chip = h("span", { class: "chip state-awaiting" }, "needs approval");
+  const deadline = h("dd", {}, gate.deadlineMs !== undefined ? countdown(gate.deadlineMs) : "none: it waits until someone decides");
+  // Once the decision is in, the box says which, and the deadline no longer counts down.
+  const decided = (seq: bigint, approved: boolean) => {
+    chip.textContent = approved ? "approved" : "denied";
+    chip.className = `chip ${approved ? "state-completed" : "state-failed"}`;
+    fill(deadline, `met: decided at seq ${seq}`);
+  };
   // "busy" while deciding, "committed" when the decision is in but the resume failed, "done" after.
   let panel: HTMLElement | undefined;
   const mark = (state: "idle" | "busy" | "committed" | "done") => {
@@ -77,6 +85,7 @@ export function gatePanel(uid: string, gate: GateDetails, o: GatePanelOptions = 
     mark("busy");
     settle(approved ? "Approving…" : "Denying…", "busy");
     const d = await decide(uid, { executionId: gate.executionId, toolCallId: gate.toolCallId, requestSeq: gate.requestSeq }, approved, why);
+    if (d.committed) decided(d.seq, d.approved);
     if (!d.committed) {
       mark("idle");
       for (const b of buttons) b.disabled = false;
@@ -111,14 +120,7 @@ export function gatePanel(uid: string, gate: GateDetails, o: GatePanelOptions = 
       "header",
       {},
       o.title ? h("h3", {}, o.title) : null,
-      h(
-        "p",
-        { class: "gate-tool" },
-        h("span", { class: "chip state-awaiting" }, "needs approval"),
-        " ",
-        h("strong", {}, gate.tool ?? "(tool call not found)"),
-        ` call ${gate.toolCallId}`,
-      ),
+      h("p", { class: "gate-tool" }, chip, " ", h("strong", {}, gate.tool ?? "(tool call not found)"), ` call ${gate.toolCallId}`),
     ),
     gate.args !== undefined ? argsBlock("arguments", gate.args, true) : h("p", { class: "muted" }, "The TOOL_CALL record of this gate was not found."),
     h(
@@ -136,7 +138,7 @@ export function gatePanel(uid: string, gate: GateDetails, o: GatePanelOptions = 
           gate.reason ? ` · ${gate.reason}` : "",
         ),
       ),
-      h("div", {}, h("dt", {}, "deadline"), h("dd", {}, gate.deadlineMs !== undefined ? countdown(gate.deadlineMs) : "none: it waits until someone decides")),
+      h("div", {}, h("dt", {}, "deadline"), deadline),
     ),
     h("div", { class: "gate-decide" }, h("label", { for: reasonId }, "Reason"), reason, approve, deny),
     result,

@@ -24,6 +24,7 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
   let session: Session | undefined;
   let recs: LogRecord[] = [];
   let timeline: Timeline | undefined;
+  let journal: "reading" | "read" | "unreadable" = "reading";
   let stopped = false;
   const stops: Array<() => void> = [];
 
@@ -141,7 +142,7 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
       h(
         "dl",
         { class: "facts" },
-        facts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))),
+        facts.map(([k, v]) => h("div", { class: k === "uid" ? "wide" : undefined }, h("dt", {}, k), h("dd", {}, v))),
       ),
       h(
         "div",
@@ -168,20 +169,24 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
     // keeps saying what happened until another gate needs the place.
     if (current?.dataset.state === "busy" || current?.dataset.state === "committed") return;
     if (current?.dataset.state === "done" && !ref) return;
+    // Until the journal is read the gated call's tool and arguments are unknown: show nothing
+    // rather than a box that is about to change under the reader's pointer.
+    if (ref && journal === "reading") return;
     const key = ref ? `${ref.executionId}/${ref.toolCallId}/${ref.requestSeq}` : s.execState === ExecState.EXEC_AWAITING ? "paused" : "";
-    const known = ref && recs.some((r) => r.seq === ref.requestSeq);
-    if (key === gateKey && (!ref || current?.dataset.complete === "1" || !known)) return;
+    // A request newer than the records read so far: wait for the feed to bring it.
+    if (ref && journal === "read" && !recs.some((r) => r.seq === ref.requestSeq)) return;
+    if (key === gateKey) return;
     gateKey = key;
     if (ref) {
-      const panel = gatePanel(uid, gateDetails(ref, recs), { harness: s.harness, onSettled: () => void reload() });
-      panel.dataset.complete = known ? "1" : "0";
-      fill(gateBox, panel);
-    } else if (key === "paused")
+      fill(gateBox, gatePanel(uid, gateDetails(ref, recs), { harness: s.harness, onSettled: () => void reload() }));
+    } else if (key === "paused") {
       fill(
         gateBox,
         pausedPanel(uid, () => void reload()),
       );
-    else fill(gateBox);
+    } else {
+      fill(gateBox);
+    }
   }
 
   function renderUsage(t: Timeline): void {
@@ -252,9 +257,12 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
       const got = await records(uid);
       if (stopped) return;
       recs = got;
+      journal = "read";
       render();
       notices.ok("replay");
     } catch (e) {
+      journal = "unreadable";
+      renderGate(session);
       notices.fail("replay", "Reading the journal", e);
     }
     if (targetSeq !== undefined) tl.reveal(targetSeq);

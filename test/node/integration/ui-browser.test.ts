@@ -220,6 +220,8 @@ describe("inspector in a browser", () => {
     await page.getByText(/Decision committed at seq 8 \(approved\)\. The turn continued: COMPLETED/).waitFor({ timeout: 30_000 });
     await page.locator(".rec[data-kind=END]").waitFor({ timeout: 30_000 });
     await page.locator(".rec[data-kind=OUTPUT] .summary", { hasText: "Refunded: refund R-77 issued" }).waitFor();
+    expect(await panel.locator(".gate-tool .chip").textContent()).toBe("approved");
+    expect(await panel.locator(".countdown").count()).toBe(0);
 
     expect(effectsOf(uid)).toEqual([1]);
     const recs = await host.records(uid);
