@@ -6,6 +6,7 @@
  */
 import { ConnectError } from "@connectrpc/connect";
 import { DEFAULT_SERVER, describeError } from "../sdk/client.js";
+import { SDK_VERSION } from "../sdk/harness/version.js";
 import { parseArgs, UsageError } from "./args.js";
 import { createCommandContext, GLOBAL_FLAGS, GLOBAL_HELP, type Command, type Writer } from "./command.js";
 import { approveCommand, denyCommand } from "./commands/approve.js";
@@ -57,6 +58,10 @@ export interface CliIo {
 /** Runs one invocation (argv without `node agentctl`) and returns the exit status. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const { name, rest } = splitCommand(argv);
+  if (name === undefined && rest.includes("--version")) {
+    io.out.write(`agentctl ${SDK_VERSION}\n`);
+    return 0;
+  }
   const command = COMMANDS.find((c) => c.name === name);
   if (name === undefined || name === "help") {
     const topic = COMMANDS.find((c) => c.name === rest.find((a) => !a.startsWith("-")));
@@ -126,6 +131,7 @@ export function usage(): string {
     "",
     "global flags:",
     ...GLOBAL_HELP.map((l) => "  " + l),
+    "  --version        print agentctl's version",
     "",
     "Run `agentctl <command> --help` for a command's flags.",
     "",

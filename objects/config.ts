@@ -5,11 +5,13 @@
  */
 import type { OpenAiChatConfig } from "./models/openai-chat.js";
 import type { HttpExecutorConfig } from "./tools/http-executor.js";
+import type { McpExecutorConfig } from "./tools/mcp-executor.js";
 
 export interface ConfigEnv {
   MODEL_BASE_URL?: string;
   /** Secret. Falls back to OPENAI_API_KEY, as the reference daemon does. */
   MODEL_API_KEY?: string;
+  /** Secret: read when MODEL_API_KEY is unset. */
   OPENAI_API_KEY?: string;
   MODEL_PATH?: string;
   MODEL_AUTH_HEADER?: string;
@@ -20,13 +22,26 @@ export interface ConfigEnv {
   TOOL_EXECUTOR_URL?: string;
   /** Secret: sent to the executor as a bearer token. */
   TOOL_EXECUTOR_TOKEN?: string;
+  /** Bounds each tool call, for the webhook and the MCP server alike (default 30000). */
   TOOL_EXECUTOR_TIMEOUT_MS?: string;
+  /** An MCP server (Streamable HTTP) that runs the host-executed calls instead of the webhook (docs/tools.md). */
+  TOOL_MCP_URL?: string;
+  /** Secret: sent to the MCP server as a bearer token. */
+  TOOL_MCP_TOKEN?: string;
   /** Default approval deadline in seconds for gated calls that declare none (unset or 0: none). */
   APPROVAL_TIMEOUT_SECONDS?: string;
   /** "1" serves the test-only harnesses (runtimes/builtin/testing.ts); never set in a deployment. */
   TEST_HARNESSES?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
+  /**
+   * Secret: the bearer token this host sends to Runtime service backends (registered http_runtime
+   * harnesses: the pod runtime, the substrate bridge), which refuse calls without theirs
+   * (docs/runtimes.md "Authentication"). Unset: no Authorization header is sent.
+   */
+  RUNTIME_TOKEN?: string;
+  /** Origins a browser app may call the API from, comma- or space-separated, or `*`; none by default (worker/cors.ts). */
+  CORS_ALLOWED_ORIGINS?: string;
   /** keys, jwt, or none (local development only); unset refuses every request (docs/security.md). */
   AUTH_MODE?: string;
   /** Secret: the API key table, a JSON list of {id, sha256, tenant, principal, roles}. */
@@ -106,8 +121,10 @@ export function hostLimits(env: ConfigEnv): HostLimits {
 export interface HostConfig {
   /** The OpenAI-compatible provider, when MODEL_BASE_URL is set. */
   model?: OpenAiChatConfig;
-  /** The tool executor, when TOOL_EXECUTOR_URL is set. */
+  /** The tool executor webhook, when TOOL_EXECUTOR_URL is set and TOOL_MCP_URL is not. */
   executor?: HttpExecutorConfig;
+  /** The MCP server that executes tools, when TOOL_MCP_URL is set (it wins over the webhook). */
+  mcp?: McpExecutorConfig;
   approvalTimeoutSeconds?: number;
   defaultModel: string;
   testHarnesses: boolean;
@@ -126,8 +143,12 @@ export function hostConfig(env: ConfigEnv): HostConfig {
         }
       : undefined,
     defaultModel: env.MODEL_DEFAULT ?? "",
-    executor: env.TOOL_EXECUTOR_URL?.trim()
-      ? { url: env.TOOL_EXECUTOR_URL.trim(), token: env.TOOL_EXECUTOR_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
+    executor:
+      env.TOOL_EXECUTOR_URL?.trim() && !env.TOOL_MCP_URL?.trim()
+        ? { url: env.TOOL_EXECUTOR_URL.trim(), token: env.TOOL_EXECUTOR_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
+        : undefined,
+    mcp: env.TOOL_MCP_URL?.trim()
+      ? { url: env.TOOL_MCP_URL.trim(), token: env.TOOL_MCP_TOKEN || undefined, timeoutMs: positive(env.TOOL_EXECUTOR_TIMEOUT_MS) }
       : undefined,
     approvalTimeoutSeconds: positive(env.APPROVAL_TIMEOUT_SECONDS),
     testHarnesses: env.TEST_HARNESSES === "1",
@@ -137,4 +158,9 @@ export function hostConfig(env: ConfigEnv): HostConfig {
 function positive(v: string | undefined): number | undefined {
   const n = v === undefined ? NaN : Number(v);
   return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/** The token for Runtime service backends, or undefined when none is configured. */
+export function runtimeToken(env: ConfigEnv): string | undefined {
+  return env.RUNTIME_TOKEN?.trim() || undefined;
 }

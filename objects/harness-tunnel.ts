@@ -9,6 +9,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { numberViolation } from "../proto/numbers.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
@@ -78,6 +79,17 @@ export class HarnessTunnel extends DurableObject<Env> {
         const stream = this._store.stream(m.value.stream);
         if (!stream || stream.connection !== a.conn) {
           this._send(ws, { case: "error", value: { code: 5, message: "no such stream on this connection", stream: m.value.stream } });
+          return;
+        }
+        // Numbers a rule does not allow (negative token counts, seqs) end the stream, refused with
+        // the field and range, before the session reads the event (proto/numbers.ts).
+        const bad = m.value.event && numberViolation(EventSchema, m.value.event);
+        if (bad) {
+          this._store.dropStream(m.value.stream);
+          await this._session(stream.session)
+            .deliver(m.value.stream, null, `sent an event the host refuses: ${bad}`)
+            .catch(() => false);
+          this._send(ws, { case: "close", value: { stream: m.value.stream, reason: `event refused: ${bad}` } });
           return;
         }
         // END finishes the stream. PARKED does not yet: the session checks the ack, then forgets the

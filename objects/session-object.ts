@@ -16,13 +16,15 @@ import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { hostConfig, hostLimits } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
 import type { DirectoryRow } from "./directory/directory-store.js";
-import { directoryStub, type Env } from "./env.js";
+import { directoryStub, type Env, limiterStub } from "./env.js";
+import type { LimitSettings } from "./limits/tenant-limits.js";
 import type { StoredRecord } from "./journal/journal.js";
 import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
-import { createHttpExecutor } from "./tools/http-executor.js";
+import { timedProvider } from "./models/timed.js";
+import { createToolExecutor } from "./tools/executor.js";
 import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
@@ -32,7 +34,9 @@ export class SessionObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = hostConfig(env);
-    const provider = config.model && createOpenAiChatProvider(config.model);
+    const provider = config.model && timedProvider(createOpenAiChatProvider(config.model));
+    const limits = hostLimits(env);
+    const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
     this._host = new SessionHost({
       db: sqlDbFromStorage(ctx.storage),
       now: () => Date.now(),
@@ -49,8 +53,15 @@ export class SessionObject extends DurableObject<Env> {
         await ctx.storage.deleteAlarm();
         await ctx.storage.deleteAll();
       },
-      tools: config.executor && createHttpExecutor(config.executor),
-      maxEventBytes: hostLimits(env).maxEventBytes,
+      tools: createToolExecutor(config),
+      maxEventBytes: limits.maxEventBytes,
+      leases:
+        settings.maxConcurrent > 0
+          ? {
+              acquire: (tenant, uid, owner) => limiterStub(env, tenant).acquire(settings, tenant, uid, owner),
+              release: (tenant, uid, owner) => limiterStub(env, tenant).release(uid, owner),
+            }
+          : undefined,
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,
       remote: (name, session, inbox) => resolveRemoteHarness(env, name, session, inbox),
       setAlarm: async (atMs) => {
@@ -71,6 +82,11 @@ export class SessionObject extends DurableObject<Env> {
   /** `requestId` tags this call's log lines, the turn's included (objects/request-context.ts). */
   exec(request: Uint8Array, requestId = ""): Promise<ExecStart> {
     return withRequestId(requestId, () => this._host.exec(fromBinary(ExecRequestSchema, request)));
+  }
+
+  /** The tenant's limiter asks whether a turn it counts still runs (false once this object restarted). */
+  runs(owner: string): boolean {
+    return this._host.runs(owner);
   }
 
   /** An event of a tunnel stream (its bytes), or its end (null, with why); false when nothing reads it. */

@@ -1,10 +1,11 @@
 /**
  * TenantLimiter: one Durable Object per tenant that admits requests (rate) and executions
- * (concurrency). Thin: the logic and its SQL are in limits/tenant-limits.ts.
+ * (concurrency). Thin: the logic and its SQL are in limits/tenant-limits.ts; this class adds the
+ * clock and the way to ask a session object whether a turn it once counted still runs.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "./env.js";
-import { TenantLimits, type Admission, type LeaseOutcome, type LimitSettings } from "./limits/tenant-limits.js";
+import { type Env, sessionStub } from "./env.js";
+import { type Admission, type LeaseOutcome, type LimitSettings, TenantLimits } from "./limits/tenant-limits.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class TenantLimiter extends DurableObject<Env> {
@@ -19,8 +20,9 @@ export class TenantLimiter extends DurableObject<Env> {
     return this._limits.admit(s, Date.now());
   }
 
-  acquire(s: LimitSettings, session: string, owner: string): LeaseOutcome {
-    return this._limits.acquire(s, session, owner, Date.now());
+  /** Counts `session` of `tenant` as running a turn of `owner` (a session object's instance and turn). */
+  acquire(s: LimitSettings, tenant: string, session: string, owner: string): Promise<LeaseOutcome> {
+    return this._limits.acquire(s, session, owner, Date.now(), (uid, o) => sessionStub(this.env, tenant, uid).runs(o));
   }
 
   release(session: string, owner: string): void {

@@ -39,6 +39,13 @@ export interface ForkOptions {
   copyOnWrite: boolean;
 }
 
+/** One child of a memory fan-out (`forkMany`): its session uid and the dialback minted for it. */
+export interface ForkChild {
+  sessionUid: string;
+  /** The child's own tunnel URL and one-time token (a secret: never log it). */
+  dialback?: { tunnelUrl: string; token: string };
+}
+
 export interface Runtime {
   readonly name: string;
   capabilities(): RuntimeCapabilities;
@@ -46,6 +53,13 @@ export interface Runtime {
   snapshot(inc: Incarnation, kind: SnapshotKind): Promise<SnapshotRef>;
   restore(ref: SnapshotRef, spec: SessionSpec): Promise<Incarnation>;
   fork(ref: SnapshotRef, opts: ForkOptions, spec: SessionSpec): Promise<Incarnation>;
+  /**
+   * A memory fork's fan-out (docs/runtimes.md "ForkMany"): one incarnation per child, each cloned
+   * from the one memory snapshot `ref` (what `snapshot(parent, "EXTERNAL")` answered, taken once for
+   * the fan-out), answered in `children` order. All or nothing: on failure nothing it made is left.
+   * `spec` is the parent's. Only runtimes whose capabilities say memory_snapshot implement it.
+   */
+  forkMany?(ref: SnapshotRef, children: readonly ForkChild[], spec: SessionSpec): Promise<Incarnation[]>;
   stop(inc: Incarnation): Promise<void>;
   status(inc: Incarnation): Promise<ComputeState>;
 }

@@ -23,6 +23,8 @@ export interface ClientOptions {
   token?: string;
   /** Binary protobuf on the wire instead of JSON (default: binary). */
   binary?: boolean;
+  /** Read sessions (get, list) with HTTP GET, which caches and CDNs can serve (default: POST). */
+  httpGet?: boolean;
   fetch?: typeof globalThis.fetch;
 }
 
@@ -129,6 +131,7 @@ export class SessionsClient {
     const transport = createConnectTransport({
       baseUrl: (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, ""),
       useBinaryFormat: opts.binary ?? true,
+      useHttpGet: opts.httpGet ?? false,
       interceptors,
       // connect-web asks for redirect "error", which workerd refuses (PLATFORM.md, P3).
       fetch: (input, init) => f(input, { ...init, redirect: "manual" }),

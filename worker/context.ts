@@ -2,18 +2,16 @@
  * Per-request values handed from the fetch entry to the RPC implementations through Connect's
  * context values: who is calling (tenant, principal) and the request id for the log line.
  */
-import { createContextKey, type Code, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { TenantId } from "../proto/ids.js";
 import type { Principal } from "./auth/principal.js";
 
 export interface Caller {
-  /** The principal's tenant; "" when the request was not authenticated (nothing is served then). */
+  /** The principal's tenant. */
   tenant: TenantId;
   requestId: string;
-  /** Who is calling, when authentication succeeded. */
+  /** Who is calling; worker/rpc-entry.ts serves nothing to a caller it did not authenticate. */
   principal?: Principal;
-  /** Why authentication failed (auth/authorize.ts answers with it). */
-  refusal?: { code: Code; message: string };
 }
 
 export const callerKey = createContextKey<Caller>({ tenant: "" as TenantId, requestId: "" }, { description: "caller" });
@@ -29,10 +27,10 @@ export function callerOf(ctx: HandlerContext): Caller {
   return ctx.values.get(callerKey);
 }
 
-/** The authenticated principal; auth/authorize.ts guarantees there is one past the interceptor. */
+/** The authenticated principal; worker/rpc-entry.ts guarantees there is one. */
 export function principalOf(ctx: HandlerContext): Principal {
   const p = ctx.values.get(callerKey).principal;
-  if (!p) throw new Error("no authenticated principal: the authorize interceptor did not run");
+  if (!p) throw new Error("no authenticated principal: the request did not come through rpc-entry.ts");
   return p;
 }
 

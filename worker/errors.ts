@@ -47,6 +47,8 @@ export function codeFor(reason: FailureReason): Code {
       return Code.Canceled;
     // DESIGN.md §4: an event over the row limit is refused before anything is journaled.
     case "event_too_large":
+    // The tenant's concurrent-execution limit (docs/security.md): retry when a turn ends.
+    case "tenant_busy":
     // Session metadata over MAX_STATICS_BYTES (objects/session/meta-store.ts): refused like an
     // oversized event, before SQLite would refuse the row (SQLITE_TOOBIG) as INTERNAL.
     case "metadata_too_large":

@@ -4,50 +4,26 @@
  * size limit is the router's readMaxBytes; per-event bytes are the journal's (objects/journal).
  */
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import { limiterStub, type Env, type LimitSettings } from "../objects/index.js";
-import { randomHex } from "../proto/ids.js";
-import { callerKey } from "./context.js";
-
-/** A lease outlives any turn we expect; one the Worker failed to release frees itself then. */
-const LEASE_MS = 15 * 60_000;
 
 export interface LimitGuards {
   readonly limits: HostLimits;
-  /** Interceptor: the tenant's request rate. Runs after authorize (the tenant is known). */
-  readonly rateLimit: Interceptor;
-  /** Takes a running-execution slot for `uid`; the returned function gives it back. */
-  leaseExecution(tenant: string, uid: string): Promise<() => Promise<void>>;
+  /** Takes one of the tenant's request tokens; the refusal's message when it is over its rate. */
+  admitRate(tenant: string): Promise<string | undefined>;
 }
 
 export function createLimitGuards(env: Env): LimitGuards {
   const limits = hostLimits(env);
-  const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs, leaseMs: LEASE_MS };
+  const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
   return {
     limits,
-    rateLimit: (next) => async (req) => {
-      if (settings.ratePerSecond > 0) {
-        const tenant = req.contextValues.get(callerKey).tenant;
-        const r = await limiterStub(env, tenant).admit(settings);
-        if (!r.ok) {
-          throw new ConnectError(
-            `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(r.retryAfterMs / 1000))} s`,
-            Code.ResourceExhausted,
-          );
-        }
-      }
-      return next(req);
-    },
-    async leaseExecution(tenant, uid) {
-      if (settings.maxConcurrent <= 0) return async () => undefined;
-      const stub = limiterStub(env, tenant);
-      const owner = randomHex(8);
-      const r = await stub.acquire(settings, uid, owner);
-      if (!r.ok) {
-        throw new ConnectError(`tenant ${tenant} already runs ${r.running} executions, its limit: wait for one to finish, then retry`, Code.ResourceExhausted);
-      }
-      return () => stub.release(uid, owner);
+    async admitRate(tenant) {
+      if (settings.ratePerSecond <= 0) return undefined;
+      const r = await limiterStub(env, tenant).admit(settings);
+      if (r.ok) return undefined;
+      return `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(r.retryAfterMs / 1000))} s`;
     },
   };
 }

@@ -14,6 +14,8 @@
  */
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
+import { jsonNumberFormViolation, parseJsonKeepingNumberForms } from "../proto/numbers.js";
 
 type Protocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web";
 
@@ -29,6 +31,7 @@ function framingOf(method: DescMethod, contentType: string): Framing | undefined
   const ct = contentType.split(";")[0]!.trim().toLowerCase();
   const unary = method.methodKind === "unary";
   if (ct === "application/proto") return unary ? { protocol: "connect-unary", binary: true, encodingHeader: "content-encoding" } : undefined;
+  if (ct === "application/json") return unary ? { protocol: "connect-unary", binary: false, encodingHeader: "content-encoding" } : undefined;
   if (ct === "application/connect+proto" || ct === "application/connect+json") {
     return unary ? undefined : { protocol: "connect-stream", binary: ct.endsWith("proto"), encodingHeader: "connect-content-encoding" };
   }
@@ -50,9 +53,22 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
       return `the request body is not a valid binary ${input}: ${(e as Error).message}; send a well-formed protobuf message (or use JSON)`;
     }
   };
+  // JSON that parses is the router's to judge, but for integers written in forms the contract
+  // does not define, to which the parser would give a value (proto/numbers.ts).
+  const jsonForms = (bytes: Uint8Array): string | undefined => {
+    let json: unknown;
+    try {
+      json = parseJsonKeepingNumberForms(new TextDecoder().decode(bytes));
+    } catch {
+      return undefined;
+    }
+    const bad = jsonNumberFormViolation(method.input, json);
+    return bad && `${bad}; nothing was done`;
+  };
   if (f.protocol === "connect-unary") {
     const encoding = headers.get(f.encodingHeader);
-    return encoding && encoding !== "identity" ? undefined : decodes(body);
+    if (encoding && encoding !== "identity") return undefined;
+    return f.binary ? decodes(body) : jsonForms(body);
   }
   const encoding = headers.get(f.encodingHeader);
   const negotiated = encoding !== null && encoding !== "identity";
@@ -68,10 +84,9 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
       return `a request message is flagged compressed, but no ${f.encodingHeader} was sent; send it uncompressed or name its encoding`;
     }
     // A Connect end-stream frame (0x02) carries JSON; the router rejects it where it does not belong.
-    if (f.binary && !(f.protocol === "connect-stream" && flags & 0x02)) {
-      const bad = decodes(payload);
-      if (bad) return bad;
-    }
+    if (f.protocol === "connect-stream" && flags & 0x02) continue;
+    const bad = f.binary ? decodes(payload) : jsonForms(payload);
+    if (bad) return bad;
   }
   return undefined;
 }
@@ -83,6 +98,7 @@ export interface Refused {
 
 /** The answer for a request the router would call INTERNAL (or cannot serve), or undefined. */
 export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Array): Refused | undefined {
+  if (req.method === "GET") return refuseMalformedGet(method, req);
   if (req.method !== "POST") return undefined;
   const contentType = req.headers.get("content-type") ?? "";
   const f = framingOf(method, contentType);
@@ -90,44 +106,92 @@ export function refuseMalformed(method: DescMethod, req: Request, body: Uint8Arr
   if (f.protocol === "grpc") {
     const message =
       "plain gRPC is not served: Workers cannot send the HTTP trailers that carry its status; use gRPC-Web (application/grpc-web+proto) or Connect";
-    return errorResponse(f, contentType, UNIMPLEMENTED, message);
+    return { code: Code.Unimplemented, response: errorBody(f, contentType, Code.Unimplemented, message) };
   }
   const message = problemOf(method, f, req.headers, body);
   if (message === undefined) return undefined;
-  return errorResponse(f, contentType, INVALID_ARGUMENT, message);
+  return { code: Code.InvalidArgument, response: errorBody(f, contentType, Code.InvalidArgument, message) };
 }
 
-/** The two codes answered here: Connect's name, HTTP status for Connect unary (gRPC numbers are Code's). */
-interface Refusal {
-  code: Code;
-  name: string;
-  http: number;
-}
-const INVALID_ARGUMENT: Refusal = { code: Code.InvalidArgument, name: "invalid_argument", http: 400 };
-const UNIMPLEMENTED: Refusal = { code: Code.Unimplemented, name: "unimplemented", http: 501 };
-
-function errorResponse(f: Framing, contentType: string, code: Refusal, message: string): Refused {
-  return { code: code.code, response: errorBody(f, contentType, code, message) };
+/**
+ * A refusal of `req` in the protocol its content type selects for `method` (Connect unary JSON
+ * when it selects none), for answers given before the router reads the request: authentication
+ * and the request size limit (worker/rpc-entry.ts).
+ */
+export function refusalFor(method: DescMethod, req: Request, code: Code, message: string): Response {
+  const contentType = req.headers.get("content-type") ?? "";
+  const f = framingOf(method, contentType) ?? { protocol: "connect-unary", binary: false, encodingHeader: "content-encoding" };
+  return errorBody(f, contentType, code, message, true);
 }
 
-function errorBody(f: Framing, contentType: string, code: Refusal, message: string): Response {
+/**
+ * A Connect GET (read-only methods, proto/agentsessions/v1/session.proto) carries its message in
+ * the query: `encoding=proto` with `base64=1` is binary the router would also call INTERNAL when
+ * it does not decode. JSON and the rest of the query are the router's to judge.
+ */
+function refuseMalformedGet(method: DescMethod, req: Request): Refused | undefined {
+  const q = new URL(req.url).searchParams;
+  if (q.get("encoding") !== "proto" || !q.has("message") || q.get("compression")) return undefined;
+  const f: Framing = { protocol: "connect-unary", binary: true, encodingHeader: "" };
+  const refuse = (message: string): Refused => ({ code: Code.InvalidArgument, response: errorBody(f, "application/proto", Code.InvalidArgument, message) });
+  const raw = q.get("message")!;
+  let bytes: Uint8Array;
+  if (q.get("base64") === "1") {
+    if (!/^[A-Za-z0-9_=-]*$/.test(raw))
+      return refuse("the message query parameter is not base64url; encode the binary message with base64url (or use encoding=json)");
+    const b64 = raw.replace(/=+$/, "").replace(/-/g, "+").replace(/_/g, "/");
+    try {
+      bytes = Uint8Array.from(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)), (c) => c.charCodeAt(0));
+    } catch {
+      return refuse("the message query parameter is not base64url; encode the binary message with base64url (or use encoding=json)");
+    }
+  } else {
+    bytes = new Uint8Array([...raw].map((c) => c.charCodeAt(0) & 0xff));
+  }
+  try {
+    fromBinary(method.input, bytes);
+    return undefined;
+  } catch (e) {
+    return refuse(
+      `the message query parameter is not a valid binary ${method.input.typeName}: ${(e as Error).message}; send a well-formed protobuf message (or use encoding=json)`,
+    );
+  }
+}
+
+/** `unread`: the request's body is not read (a refusal before it), so no answer may be bodyless. */
+function errorBody(f: Framing, contentType: string, code: Code, message: string, unread = false): Response {
   switch (f.protocol) {
     case "connect-unary":
-      return Response.json({ code: code.name, message }, { status: code.http });
+      return Response.json({ code: codeToString(code), message }, { status: codeToHttpStatus(code) });
     case "connect-stream": {
-      const end = new TextEncoder().encode(JSON.stringify({ error: { code: code.name, message } }));
+      const end = new TextEncoder().encode(JSON.stringify({ error: { code: codeToString(code), message } }));
       const frame = new Uint8Array(5 + end.length);
       frame[0] = 0x02;
       new DataView(frame.buffer).setUint32(1, end.length);
       frame.set(end, 5);
       return new Response(frame, { status: 200, headers: { "content-type": contentType } });
     }
+    case "grpc-web": {
+      if (!unread) return trailersOnly(contentType, code, message);
+      // The status as a trailer frame in the body (flag 0x80), not trailers-only headers: workerd
+      // holds back a bodyless answer until the request's unread body has arrived in full.
+      const trailer = new TextEncoder().encode(`grpc-status: ${code}\r\ngrpc-message: ${encodeURIComponent(message)}\r\n`);
+      const frame = new Uint8Array(5 + trailer.length);
+      frame[0] = 0x80;
+      new DataView(frame.buffer).setUint32(1, trailer.length);
+      frame.set(trailer, 5);
+      return new Response(frame, { status: 200, headers: { "content-type": contentType } });
+    }
     case "grpc":
-    case "grpc-web":
-      // Trailers-only: the status travels in the headers, which both protocols allow.
-      return new Response(null, {
-        status: 200,
-        headers: { "content-type": contentType, "grpc-status": String(code.code), "grpc-message": encodeURIComponent(message) },
-      });
+      // Plain gRPC carries its status in HTTP trailers, which a Worker cannot send.
+      return trailersOnly(contentType, code, message);
   }
+}
+
+/** A gRPC answer whose status travels in its headers, which both gRPC and gRPC-Web allow. */
+function trailersOnly(contentType: string, code: Code, message: string): Response {
+  return new Response(null, {
+    status: 200,
+    headers: { "content-type": contentType, "grpc-status": String(code), "grpc-message": encodeURIComponent(message) },
+  });
 }

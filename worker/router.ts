@@ -11,24 +11,27 @@ import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
+import { runtimeToken } from "../objects/config.js";
 import { createHttpRuntime } from "../runtimes/http/index.js";
-import { authorize } from "./auth/index.js";
-import { createLimitGuards } from "./limits.js";
+import type { LimitGuards } from "./limits.js";
 import { classifyFaults } from "./faults.js";
 import { requestLog } from "./request-log.js";
+import { strictNumbers } from "./strict-numbers.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
 
-export function createRpcHandlers(env: Env): RpcHandlers {
-  const guards = createLimitGuards(env);
+/**
+ * The router for requests worker/rpc-entry.ts has already authenticated, authorized, admitted at
+ * the tenant's rate and read within the size limit.
+ */
+export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   const router = createConnectRouter({
-    // Logged first, so refusals are logged too; nothing past authorize runs for a refused caller.
     // classifyFaults is innermost, so the log and the caller see INTERNAL for an unexpected throw.
-    interceptors: [requestLog, authorize, guards.rateLimit, classifyFaults],
-    // Larger requests are refused before they are parsed.
+    interceptors: [requestLog, strictNumbers, classifyFaults],
+    // Checked before the body reaches the router too (rpc-entry.ts); this bounds what it decodes.
     readMaxBytes: guards.limits.maxRequestBytes,
     // Typos such as "input" for "inputs" must fail loudly, not run an inputless turn.
     jsonOptions: { ignoreUnknownFields: false },
@@ -41,7 +44,8 @@ export function createRpcHandlers(env: Env): RpcHandlers {
       // Live describe of a tunnel harness: whatever answers on a general connection right now.
       observe: async (tenant, name, spec) => {
         if (spec?.placement.case === "httpRuntime") {
-          return { descriptor: await createHttpRuntime({ baseUrl: spec.placement.value.url }).describe(name, AbortSignal.timeout(10_000)) };
+          const runtime = createHttpRuntime({ baseUrl: spec.placement.value.url, token: runtimeToken(env) });
+          return { descriptor: await runtime.describe(name, AbortSignal.timeout(10_000)) };
         }
         if (spec?.placement.case !== "tunnel") return { error: "this placement cannot be described here" };
         const r = await tunnelStub(env, tenant, name).describe("", 10_000);

@@ -77,7 +77,6 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       noteSession(ctx, uid);
       const body: ExecRequest = { ...req, session: uid };
       const tenant = callerOf(ctx).tenant;
-      const release = await guards.leaseExecution(tenant, uid);
       const decoder = new FrameDecoder();
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
@@ -94,7 +93,6 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
         }
       } finally {
         reader?.releaseLock();
-        await release().catch(() => undefined);
       }
       if (!decoder.drained) throw new ConnectError("the turn's stream was cut short; read the session and Replay", Code.Unavailable);
     },
@@ -179,7 +177,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
           "execution_id and tool_call_id are required: they name the pending approval (see the session's pending_approval)",
           Code.InvalidArgument,
         );
-      if (req.requestSeq <= 0n) throw new ConnectError("request_seq must be the positive seq of the APPROVAL_REQUEST", Code.InvalidArgument);
+      // request_seq's range (1 or more) is a strict-numbers rule (proto/numbers.ts).
       if (req.approved === undefined) throw new ConnectError("approved must be set explicitly: true to approve, false to deny", Code.InvalidArgument);
       noteSession(ctx, uid);
       const r = await sessionStub(env, callerOf(ctx).tenant, uid).approve({

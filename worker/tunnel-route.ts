@@ -11,12 +11,29 @@ import { TUNNEL_PATH_FOR_DIALBACK } from "../objects/tunnel/tunnel-paths.js";
 import { parseTenantId } from "../proto/ids.js";
 import { builtinHarnesses } from "../runtimes/builtin/index.js";
 import { bearerOf, type Authenticator } from "./auth/index.js";
+import type { Principal } from "./auth/principal.js";
 
 export const TUNNEL_PATH = TUNNEL_PATH_FOR_DIALBACK;
 const RESERVED = new Set(builtinHarnesses({ chat: true, testing: true }).names());
 
 export async function serveTunnel(req: Request, env: Env, auth: Authenticator): Promise<Response> {
   const url = new URL(req.url);
+  const token = bearerOf(req);
+  // A runtime's one-time token (`ot_<tenant>~<secret>`) names its tenant; anything else is a
+  // credential the authenticator decides on, before anything about the request is checked.
+  const oneTime = token?.startsWith("ot_") ? parseTenantId(token.slice(3).split("~")[0] ?? "") : undefined;
+  const unknownToken = () => refuse(401, "unauthenticated", "this one-time token is unknown, used or expired: ask the runtime for a new incarnation");
+  let principal: Principal | undefined;
+  if (token?.startsWith("ot_")) {
+    if (!oneTime) return unknownToken();
+  } else {
+    const who = await auth.authenticate(req);
+    if (!who.ok) return refuse(who.code === Code.Internal ? 500 : who.code === Code.Unavailable ? 503 : 401, codeToString(who.code), who.message);
+    if (!who.principal.roles.has("harness")) {
+      return refuse(403, "permission_denied", `${who.principal.name} may not serve harnesses: it needs the harness role`);
+    }
+    principal = who.principal;
+  }
   if (req.method !== "GET" || req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     return refuse(426, "failed_precondition", "the harness tunnel is a WebSocket: connect with Upgrade: websocket (see docs/tunnel.md)");
   }
@@ -29,21 +46,14 @@ export async function serveTunnel(req: Request, env: Env, auth: Authenticator): 
     return refuse(400, "invalid_argument", "name must be a harness name: lowercase letters, digits and '-', at most 63 characters");
   }
   if (RESERVED.has(name)) return refuse(403, "permission_denied", `${name} is a built-in harness name; serve yours under another name`);
-  const token = bearerOf(req);
   let tenant: string;
   let session = "";
-  if (token?.startsWith("ot_")) {
-    // A runtime's one-time token (`ot_<tenant>~<secret>`): this connection serves that one session.
-    tenant = parseTenantId(token.slice(3).split("~")[0] ?? "") ?? "";
-    session = tenant ? ((await tunnelStub(env, tenant, name).consumeToken(token)) ?? "") : "";
-    if (!session) return refuse(401, "unauthenticated", "this one-time token is unknown, used or expired: ask the runtime for a new incarnation");
-  } else {
-    const who = await auth.authenticate(req);
-    if (!who.ok) return refuse(who.code === Code.Internal ? 500 : who.code === Code.Unavailable ? 503 : 401, codeToString(who.code), who.message);
-    if (!who.principal.roles.has("harness")) {
-      return refuse(403, "permission_denied", `${who.principal.name} may not serve harnesses: it needs the harness role`);
-    }
-    tenant = who.principal.tenant;
+  if (principal) tenant = principal.tenant;
+  else {
+    // This connection serves the one session the token was minted for.
+    tenant = oneTime!;
+    session = (await tunnelStub(env, tenant, name).consumeToken(token!)) ?? "";
+    if (!session) return unknownToken();
   }
   const headers = new Headers(req.headers);
   for (const h of [...headers.keys()]) if (h.startsWith("x-agentsessions-")) headers.delete(h);

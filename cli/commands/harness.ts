@@ -87,13 +87,27 @@ function reporter(ctx: CommandContext, name: string): (s: ServeStatus) => void {
 async function loadHarness(file: string): Promise<Harness> {
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
+    mod = await importModule(pathToFileURL(resolve(file)).href);
   } catch (e) {
     throw new Error(`cannot load ${file}: ${e instanceof Error ? e.message : String(e)}`);
   }
   const h = mod.default ?? mod.harness;
   if (!isHarness(h)) throw new Error(`${file} must export a Harness (describe and run) as its default export or as \`harness\``);
   return h;
+}
+
+/**
+ * Node 20 cannot import TypeScript: when the CLI runs compiled (the installed package), a .ts
+ * harness is loaded again with tsx's loader registered, which only that case pays for.
+ */
+async function importModule(url: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ERR_UNKNOWN_FILE_EXTENSION") throw e;
+    (await import("tsx/esm/api")).register();
+    return (await import(`${url}?tsx`)) as Record<string, unknown>;
+  }
 }
 
 function isHarness(v: unknown): v is Harness {

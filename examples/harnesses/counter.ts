@@ -27,4 +27,18 @@ export const harness: Harness = {
   },
 };
 
+/**
+ * TEST-ONLY: the count as a "memory image", for the stand-in ateapi's actors
+ * (test/fixtures/ateapi/actor-process.ts). This machine cannot snapshot a process's memory (no KVM,
+ * CRIU does not run here), so the stand-in asks the harness for its state at a checkpoint and puts
+ * it back on restore. On a real substrate actor the sandbox checkpoints the whole process and
+ * nothing calls this.
+ */
+export const testOnlyMemoryImage = {
+  capture: (): string => JSON.stringify({ count }),
+  restore(image: string): void {
+    count = (JSON.parse(image) as { count: number }).count;
+  },
+};
+
 export default harness;

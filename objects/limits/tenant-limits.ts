@@ -3,18 +3,38 @@
  *
  * - a request rate, as a token bucket (`ratePerSecond` sustained, `burst` at once). It lives in
  *   memory: when the object is evicted the bucket starts full again, which errs on letting work in.
- * - concurrent executions, as leases in SQLite counted per session (a session runs one turn at a
- *   time). The Worker takes a lease before Exec and releases it when the turn's stream ends; a
- *   lease the Worker never released (its isolate died) expires after `leaseMs`.
+ * - concurrent executions, as one row per running session in SQLite. The session object that runs
+ *   a turn takes the row (its owner names that object's instance and turn) and gives it back when
+ *   the turn ends. A row can outlive its turn only when the session object died mid-turn (a crash,
+ *   a deploy); such a row must never keep the tenant out, so when the tenant is at its limit every
+ *   row not vouched for in the last RECHECK_MS is put to its session object, which alone knows whether
+ *   that turn still runs (`isRunning`), and the rows it disowns are dropped before counting again.
+ *   The table holds at most the tenant's limit of rows (plus the stale ones), so this is bounded.
+ *   Nothing expires by time: a turn that runs for hours keeps counting.
+ *
+ * Tested in test/node/limits/tenant-limits.test.ts (sql.js, fake clock) and against a killed
+ * `wrangler dev` in test/node/integration/leases.test.ts.
  */
 import { migrate, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
 
-// A session may hold several leases at once (an Exec the session will refuse as busy takes one
-// too); it counts once, and each caller releases only its own.
 const MIGRATIONS: Migrations = [
   [`CREATE TABLE leases (session TEXT NOT NULL, owner TEXT NOT NULL, expires_ms INTEGER NOT NULL, PRIMARY KEY (session, owner))`],
+  // 2: one row per running session, owned by the session object's turn; no expiry (see above).
+  ["DROP TABLE leases", `CREATE TABLE running (session TEXT PRIMARY KEY, owner TEXT NOT NULL, since_ms INTEGER NOT NULL)`],
 ];
+
+const stmts = {
+  count: "SELECT COUNT(*) AS n FROM running",
+  owner: "SELECT owner FROM running WHERE session = ?",
+  take: `INSERT INTO running (session, owner, since_ms) VALUES (?, ?, ?)
+         ON CONFLICT (session) DO UPDATE SET owner = excluded.owner, since_ms = excluded.since_ms`,
+  release: "DELETE FROM running WHERE session = ? AND owner = ?",
+  all: "SELECT session, owner FROM running",
+} as const;
+
+/** How often, at most, one row is put to its session object while the tenant is at its limit. */
+export const RECHECK_MS = 2_000;
 
 export interface LimitSettings {
   /** Sustained requests per second; 0 turns rate limiting off. */
@@ -22,15 +42,22 @@ export interface LimitSettings {
   burst: number;
   /** Executions running at once; 0 means no limit. */
   maxConcurrent: number;
-  leaseMs: number;
 }
 
 export type Admission = { ok: true } | { ok: false; retryAfterMs: number };
 export type LeaseOutcome = { ok: true } | { ok: false; running: number };
 
+/** Asks a session object whether `owner`'s turn still runs there (false when the object restarted). */
+export type IsRunning = (session: string, owner: string) => Promise<boolean>;
+
 export class TenantLimits {
   private _tokens = -1;
   private _lastMs = 0;
+  /**
+   * When each row was last vouched for by its session object. In memory on purpose: after a host
+   * restart (when rows are most likely stale) every row is put to its object again at once.
+   */
+  private readonly _vouched = new Map<string, number>();
 
   constructor(private readonly _db: SqlDb) {
     migrate(_db, MIGRATIONS, "limits");
@@ -49,26 +76,57 @@ export class TenantLimits {
     return { ok: false, retryAfterMs: Math.ceil(((1 - this._tokens) / s.ratePerSecond) * 1000) };
   }
 
-  /** A lease for one Exec of `session` by `owner`; a session that already holds one is always let in. */
-  acquire(s: LimitSettings, session: string, owner: string, nowMs: number): LeaseOutcome {
-    return this._db.transaction(() => {
-      this._db.query("DELETE FROM leases WHERE expires_ms <= ?", nowMs);
-      const held = this._db.query("SELECT 1 AS one FROM leases WHERE session = ? LIMIT 1", session).length > 0;
-      if (!held && s.maxConcurrent > 0) {
-        const running = this.running(nowMs);
-        if (running >= s.maxConcurrent) return { ok: false, running };
-      }
-      this._db.query("INSERT OR REPLACE INTO leases (session, owner, expires_ms) VALUES (?, ?, ?)", session, owner, nowMs + s.leaseMs);
-      return { ok: true };
-    });
+  /**
+   * Counts `session` as running under `owner`. A session that already has a row is always let in
+   * (it counts once; the new owner replaces the old, which is how a recovery after a crash takes
+   * over its own session). At the limit, stale rows are reconciled first (see the header).
+   */
+  async acquire(s: LimitSettings, session: string, owner: string, nowMs: number, isRunning: IsRunning): Promise<LeaseOutcome> {
+    if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
+    await this._reconcile(nowMs, isRunning);
+    // Counted and taken with no await in between: two acquires cannot both pass the last slot.
+    if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
+    return { ok: false, running: this.running() };
   }
 
+  /** Gives the row back, if `owner` still holds it (a newer owner's row is left alone). */
   release(session: string, owner: string): void {
-    this._db.query("DELETE FROM leases WHERE session = ? AND owner = ?", session, owner);
+    this._db.query(stmts.release, session, owner);
+    this._vouched.delete(`${session}\0${owner}`);
   }
 
-  /** Sessions with a live lease. */
-  running(nowMs: number): number {
-    return Number(this._db.query<{ n: number }>("SELECT COUNT(DISTINCT session) AS n FROM leases WHERE expires_ms > ?", nowMs)[0]!.n);
+  /** Sessions counted as running. */
+  running(): number {
+    return Number(this._db.query<{ n: number }>(stmts.count)[0]!.n);
+  }
+
+  private _tryTake(s: LimitSettings, session: string, owner: string, nowMs: number): boolean {
+    const held = this._db.query(stmts.owner, session).length > 0;
+    if (!held && s.maxConcurrent > 0 && this.running() >= s.maxConcurrent) return false;
+    this._db.query(stmts.take, session, owner, nowMs);
+    return true;
+  }
+
+  /** Puts every row not vouched for lately to its session object; drops the rows nobody runs. */
+  private async _reconcile(nowMs: number, isRunning: IsRunning): Promise<void> {
+    const key = (r: { session: string; owner: string }) => `${r.session}\0${r.owner}`;
+    const rows = this._db.query<{ session: string; owner: string }>(stmts.all).filter((r) => nowMs - (this._vouched.get(key(r)) ?? -Infinity) >= RECHECK_MS);
+    const answers = await Promise.all(
+      rows.map((r) =>
+        isRunning(r.session, r.owner).then(
+          (running) => ({ ...r, running }),
+          // An object that cannot answer now is counted: a limit must not open up on an error.
+          () => ({ ...r, running: true }),
+        ),
+      ),
+    );
+    for (const a of answers) {
+      if (a.running) this._vouched.set(key(a), nowMs);
+      else {
+        // Keyed on the owner too: a row a newer turn took meanwhile is left alone.
+        this._vouched.delete(key(a));
+        this._db.query(stmts.release, a.session, a.owner);
+      }
+    }
   }
 }

@@ -12,6 +12,7 @@ export type FailureReason =
   | "cas_conflict"
   | "fenced"
   | "session_busy"
+  | "tenant_busy"
   | "deadline_exceeded"
   | "canceled"
   | "event_too_large"

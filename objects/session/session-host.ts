@@ -74,6 +74,11 @@ export class SessionHost {
     return this._orGone(() => startExec(this._s, req));
   }
 
+  /** Whether the turn holding the tenant's execution slot `owner` still runs here (objects/limits). */
+  runs(owner: string): boolean {
+    return this._s.runs(owner);
+  }
+
   /** An event (or the end) of a tunnel stream; false when no running execution reads that stream. */
   deliver(stream: string, delivery: Delivery): boolean {
     return this._s.inbox.deliver(stream, delivery);

@@ -19,6 +19,7 @@ import type { Harness } from "../../runtimes/harness-spi.js";
 import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
 import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { HarnessDescribeError } from "../controller/errors.js";
+import { randomHex } from "../../proto/ids.js";
 import { currentRequestId } from "../request-context.js";
 import type { LoggedEvent } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
@@ -65,6 +66,17 @@ export interface SessionHostDeps {
   maxEventBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * The tenant's count of running executions (objects/limits): a turn takes a slot before it runs
+   * and gives it back when it ends; unset, nothing is counted (in-process tests).
+   */
+  leases?: ExecutionLeases;
+}
+
+/** Slots in the tenant's count of running executions, held by this object's turns. */
+export interface ExecutionLeases {
+  acquire(tenant: string, uid: string, owner: string): Promise<{ ok: true } | { ok: false; running: number }>;
+  release(tenant: string, uid: string, owner: string): Promise<void>;
 }
 
 /** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
@@ -107,6 +119,8 @@ export interface LiveTurn {
   /** Settles when the operation has released the guard. */
   done: Promise<void>;
   finish: () => void;
+  /** The owner of the tenant's running-execution slot this operation holds, if it took one. */
+  lease?: string;
 }
 
 export class SessionState {
@@ -117,6 +131,12 @@ export class SessionState {
   /** Events from tunnel harnesses, waiting for the stream of a running execution. */
   readonly inbox = new StreamInbox();
   live: LiveTurn | undefined;
+  /**
+   * Names this instance of the object in the leases its turns take: a restarted object has a new
+   * one, so the limiter can tell a lease of a turn that died with the old instance (objects/limits).
+   */
+  private readonly _instance = randomHex(8);
+  private _turns = 0;
 
   constructor(readonly d: SessionHostDeps) {
     this.harnesses = d.harnesses ?? builtinHarnesses();
@@ -151,10 +171,42 @@ export class SessionState {
     return live;
   }
 
-  /** Releases the guard if `live` still holds it. */
+  /** Releases the guard if `live` still holds it, and gives back its execution slot. */
   release(live: LiveTurn): void {
     if (this.live === live) this.live = undefined;
+    const lease = live.lease;
+    if (lease !== undefined && this.d.leases) {
+      live.lease = undefined;
+      const meta = this.meta.load();
+      // Not awaited: the turn is over either way, and a slot not given back is reclaimed by the
+      // limiter, which asks this object (runs()) before it counts it.
+      if (meta) void this.d.leases.release(meta.tenant, meta.uid, lease).catch(() => undefined);
+    }
     live.finish();
+  }
+
+  /**
+   * Takes a slot in the tenant's count of running executions for the operation holding `live`.
+   * A refusal says how many run; the caller releases the guard and writes nothing.
+   */
+  async lease(live: LiveTurn): Promise<Outcome<true>> {
+    if (!this.d.leases) return success(true);
+    const meta = this.meta.load()!;
+    const owner = `${this._instance}.${++this._turns}`;
+    const r = await this.d.leases.acquire(meta.tenant, meta.uid, owner);
+    if (!r.ok) {
+      return failure(
+        "tenant_busy",
+        `tenant ${meta.tenant} already runs ${r.running} executions, its limit: wait for one to finish, then retry; nothing was written`,
+      );
+    }
+    live.lease = owner;
+    return success(true);
+  }
+
+  /** Whether the turn that took the slot `owner` still runs on this instance (the limiter asks). */
+  runs(owner: string): boolean {
+    return this.live?.lease === owner;
   }
 
   models(): ModelInvoker {

@@ -79,6 +79,11 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
   }
   // The guard is taken before the first await, so an overlapping call can never slip in.
   const live = s.takeGuard();
+  const leased = await s.lease(live);
+  if (!leased.ok) {
+    s.release(live);
+    return leased;
+  }
   void runExec(s, live, req, name, out);
   return { ok: true, frames: out.stream };
 }
@@ -96,6 +101,11 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
   const live = s.takeGuard();
   let fence: bigint | undefined;
   try {
+    // Only a recovery runs a harness; a Resume that just marks the session counts no execution.
+    if (interrupted(s)) {
+      const leased = await s.lease(live);
+      if (!leased.ok) return leased;
+    }
     const harness = s.meta.load()!.statics.harness;
     const served = await s.served(harness);
     // The gate, the live re-check and the recovery describe each harness once between them.

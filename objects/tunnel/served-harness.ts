@@ -6,6 +6,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
+import { runtimeToken } from "../config.js";
 import { directoryStub, type Env } from "../env.js";
 import type { ServedHarness } from "../session/session-state.js";
 import { createHttpRuntime } from "../../runtimes/http/index.js";
@@ -47,7 +48,7 @@ export async function resolveRemoteHarness(
  * tunnel (PUBLIC_URL) with a one-time token minted for this session.
  */
 function placingRuntime(env: Env, url: string, name: string, session: { tenant: string; uid: string }): PlacingRuntime {
-  const rt = createHttpRuntime({ baseUrl: url, name: `http runtime at ${new URL(url).host}` });
+  const rt = createHttpRuntime({ baseUrl: url, name: `http runtime at ${new URL(url).host}`, token: runtimeToken(env) });
   return Object.assign(rt, {
     async dialback() {
       if (!env.PUBLIC_URL) throw new Error("set PUBLIC_URL (this host's base URL) so runtime incarnations can dial back");

@@ -11,6 +11,12 @@
  * The model is the config's `model`, else "" (the host resolves "" to the session's model or its
  * default), so a changed deployment default never changes what a recorded turn asked for.
  * Idempotency keys are `<execution id>/<tool call id>`: stable across replay and recovery.
+ *
+ * With `mcp_tools`, the tool list also comes from the host's MCP server: the turn first makes a
+ * host-executed call of the MCP method `tools/list` (objects/tools/mcp-executor.ts), so the list is
+ * journaled as that call's receipt and a replay or recovery offers the model exactly the tools it
+ * was offered live, without asking the server again. `tools` entries of the same name override
+ * the listed ones (their mediation, e.g. REQUIRES_APPROVAL; their description or schema).
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
@@ -34,6 +40,8 @@ export interface ChatTool {
   description?: string;
   /** JSON Schema of the arguments, shown to the model. */
   input_schema?: JsonObject;
+  /** The same, in MCP's spelling; give one or the other. */
+  inputSchema?: JsonObject;
   /** "CONTROLLER_MEDIATED" (default) or "REQUIRES_APPROVAL". */
   mediation?: string;
   /** REQUIRES_APPROVAL: deny automatically after this many seconds without a decision. */
@@ -46,7 +54,12 @@ export interface ChatConfig {
   tools?: ChatTool[];
   /** Most model calls in one turn (default 8). */
   max_steps?: number;
+  /** Offer the MCP server's tools too (`true`), or only those named; see the header. */
+  mcp_tools?: boolean | string[];
 }
+
+/** The recorded call that lists the MCP server's tools at the start of a turn. */
+export const MCP_TOOLS_LIST_CALL = { id: "mcp-tools-list", tool: "tools/list" } as const;
 
 export const DEFAULT_MAX_STEPS = 8;
 
@@ -61,7 +74,7 @@ export function createChatHarness(opts: { models?: string[] } = {}): Harness {
       });
     },
     async run(start, sink) {
-      const config = parseChatConfig(start.config);
+      const config = await withMcpTools(start, sink, parseChatConfig(start.config));
       const messages = conversation(start, config);
       const tools = (config.tools ?? []).map(definitionOf);
       const maxSteps = config.max_steps ?? DEFAULT_MAX_STEPS;
@@ -115,7 +128,42 @@ async function callTool(
 }
 
 function definitionOf(t: ChatTool): ToolDefinition {
-  return create(ToolDefinitionSchema, { name: t.name, description: t.description ?? "", inputSchema: t.input_schema ?? { type: "object" } });
+  return create(ToolDefinitionSchema, { name: t.name, description: t.description ?? "", inputSchema: t.input_schema ?? t.inputSchema ?? { type: "object" } });
+}
+
+/**
+ * The config with the MCP server's tools merged in, listed through the host (a recorded
+ * `tools/list` call). A listing that fails fails the turn: offering fewer tools than asked for
+ * would change what the model can do without saying so.
+ */
+async function withMcpTools(start: HarnessStart, sink: EventSink, config: ChatConfig): Promise<ChatConfig> {
+  if (!config.mcp_tools) return config;
+  const request = create(ToolCallSchema, {
+    ...MCP_TOOLS_LIST_CALL,
+    args: {},
+    mediation: Mediation.CONTROLLER_MEDIATED,
+    idempotencyKey: `${start.executionId}/${MCP_TOOLS_LIST_CALL.tool}`,
+  });
+  const listed = await sink.toolCall(request);
+  const tools = (listed.output as { tools?: unknown } | undefined)?.tools;
+  if (listed.isError || !Array.isArray(tools)) throw new Error("the MCP server's tool list could not be read (mcp_tools needs TOOL_MCP_URL on the host)");
+  const wanted = Array.isArray(config.mcp_tools) ? new Set(config.mcp_tools) : undefined;
+  const own = new Map((config.tools ?? []).map((t) => [t.name, t]));
+  const merged: ChatTool[] = [];
+  for (const t of tools as { name?: unknown; description?: unknown; inputSchema?: unknown }[]) {
+    if (typeof t?.name !== "string" || (wanted && !wanted.has(t.name))) continue;
+    const mine = own.get(t.name);
+    own.delete(t.name);
+    const schema = t.inputSchema && typeof t.inputSchema === "object" ? (t.inputSchema as JsonObject) : undefined;
+    merged.push({
+      name: t.name,
+      description: mine?.description ?? (typeof t.description === "string" ? t.description : ""),
+      input_schema: mine?.input_schema ?? mine?.inputSchema ?? schema,
+      mediation: mine?.mediation,
+      approval_timeout_seconds: mine?.approval_timeout_seconds,
+    });
+  }
+  return { ...config, tools: [...merged, ...own.values()] };
 }
 
 /** A non-JSON config fails the turn when the harness runs, as in the reference. */
@@ -133,6 +181,9 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
   if (c.model !== undefined && typeof c.model !== "string") throw new Error("chat config model must be a string");
   if (c.max_steps !== undefined && !(Number.isInteger(c.max_steps) && (c.max_steps as number) >= 1))
     throw new Error("chat config max_steps must be a positive integer");
+  if (c.mcp_tools !== undefined && typeof c.mcp_tools !== "boolean" && !(Array.isArray(c.mcp_tools) && c.mcp_tools.every((n) => typeof n === "string"))) {
+    throw new Error("chat config mcp_tools must be true, false or a list of tool names");
+  }
   if (c.tools !== undefined) {
     if (!Array.isArray(c.tools)) throw new Error("chat config tools must be a list");
     for (const t of c.tools as unknown[]) {
@@ -141,8 +192,14 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
       if (tool.mediation !== undefined && tool.mediation !== "CONTROLLER_MEDIATED" && tool.mediation !== "REQUIRES_APPROVAL") {
         throw new Error(`chat tool ${tool.name}: mediation must be CONTROLLER_MEDIATED or REQUIRES_APPROVAL (the chat harness executes no tools itself)`);
       }
-      if (tool.input_schema !== undefined && (typeof tool.input_schema !== "object" || tool.input_schema === null || Array.isArray(tool.input_schema))) {
-        throw new Error(`chat tool ${tool.name}: input_schema must be a JSON object`);
+      for (const spelling of ["input_schema", "inputSchema"] as const) {
+        const schema = tool[spelling];
+        if (schema !== undefined && (typeof schema !== "object" || schema === null || Array.isArray(schema))) {
+          throw new Error(`chat tool ${tool.name}: ${spelling} must be a JSON object`);
+        }
+      }
+      if (tool.input_schema !== undefined && tool.inputSchema !== undefined) {
+        throw new Error(`chat tool ${tool.name}: give input_schema or inputSchema (MCP's spelling), not both`);
       }
       if (tool.description !== undefined && typeof tool.description !== "string") throw new Error(`chat tool ${tool.name}: description must be a string`);
       // Otherwise "abc" or -5 would silently mean "no deadline" on an approval gate.

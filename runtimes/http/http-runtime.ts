@@ -4,6 +4,9 @@
  * (runtimes/pod). Create, Restore and Fork forward the spec's Dialback (tunnel URL and one-time
  * token) so the harness the backend starts connects back over the tunnel (docs/tunnel.md).
  *
+ * With a `token` (the host's RUNTIME_TOKEN secret) every call carries `Authorization: Bearer`;
+ * backends that require one refuse calls without it (docs/runtimes.md "Authentication").
+ *
  * `capabilities()` is synchronous in the SPI, so it answers the last capabilities fetched: all false
  * until the first fetch (the conservative answer: CanPlace then refuses memory-snapshot harnesses).
  * `describe()`, which the host calls before CanPlace, fetches them the first time alongside the
@@ -14,15 +17,25 @@
  * @experimental
  */
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { Runtime as RuntimeService } from "../../proto/gen/agentsessions/edge/v1/runtime_pb.js";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { RuntimeCapabilitiesSchema, type RuntimeCapabilities } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import type { Incarnation, Runtime } from "../runtime-spi.js";
+import type { ForkChild, Incarnation, Runtime, SessionSpec } from "../runtime-spi.js";
+import type { SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { badAnswerError, httpRuntimeError } from "./http-runtime-error.js";
 import { createRuntimeFetch } from "./runtime-fetch.js";
-import { computeStateFromWire, dialbackToWire, incarnationFromWire, incarnationToWire, sessionSpecToWire, snapshotKindToWire } from "./runtime-wire.js";
+import {
+  computeStateFromWire,
+  dialbackToWire,
+  forkChildToWire,
+  incarnationFromWire,
+  incarnationsFromWire,
+  incarnationToWire,
+  sessionSpecToWire,
+  snapshotKindToWire,
+} from "./runtime-wire.js";
 
 export interface HttpRuntimeOptions {
   /** The backend's base URL (the Runtime service is served under it), e.g. http://127.0.0.1:9400 */
@@ -36,6 +49,13 @@ export interface HttpRuntimeOptions {
    * Snapshot(EXTERNAL) for a graceful stop, so keep it above the backend's own bounds.
    */
   timeoutMs?: number;
+  /**
+   * Timeout of one ForkMany (default 5 minutes): every child is a snapshot copy and a restore, each
+   * seconds on a real cluster. The backend tears down what it made when the call is cut.
+   */
+  forkManyTimeoutMs?: number;
+  /** Sent as `Authorization: Bearer <token>` on every call. A secret: never logged. */
+  token?: string;
 }
 
 /** A Runtime plus what the host's placement gate needs before provisioning (BEHAVIOUR.md §5.1). */
@@ -44,10 +64,13 @@ export interface HttpRuntime extends Runtime {
   describe(harness: string, signal?: AbortSignal): Promise<HarnessDescriptor>;
   /** Fetches the backend's capabilities and keeps them for `capabilities()`. */
   refreshCapabilities(signal?: AbortSignal): Promise<RuntimeCapabilities>;
+  /** Every HTTP backend can be asked; those without memory snapshots answer FAILED_PRECONDITION. */
+  forkMany(ref: SnapshotRef, children: readonly ForkChild[], spec: SessionSpec): Promise<Incarnation[]>;
 }
 
 export const HTTP_RUNTIME = "http";
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_FORK_MANY_TIMEOUT_MS = 5 * 60_000;
 
 export function createHttpRuntime(o: HttpRuntimeOptions): HttpRuntime {
   const target = displayUrl(o.baseUrl);
@@ -57,6 +80,7 @@ export function createHttpRuntime(o: HttpRuntimeOptions): HttpRuntime {
     createConnectTransport({
       baseUrl: o.baseUrl,
       useBinaryFormat: true,
+      interceptors: o.token ? [bearer(o.token)] : [],
       // Bound to globalThis: workerd refuses a fetch called with another `this`.
       fetch: createRuntimeFetch(o.fetch ?? ((input, init) => globalThis.fetch(input, init))),
     }),
@@ -120,6 +144,21 @@ export function createHttpRuntime(o: HttpRuntimeOptions): HttpRuntime {
       return placed("Fork", opts.childSessionUid, w);
     },
 
+    async forkMany(ref, children, spec) {
+      const w = await call("ForkMany", () =>
+        client.forkMany(
+          { ref, spec: sessionSpecToWire(spec), children: children.map(forkChildToWire) },
+          { timeoutMs: o.forkManyTimeoutMs ?? DEFAULT_FORK_MANY_TIMEOUT_MS },
+        ),
+      );
+      return answer("ForkMany", () =>
+        incarnationsFromWire(
+          w.incarnations,
+          children.map((c) => c.sessionUid),
+        ),
+      );
+    },
+
     async stop(inc) {
       await call("Stop", () => client.stop({ incarnation: incarnationToWire(inc) }, { timeoutMs }));
     },
@@ -128,6 +167,13 @@ export function createHttpRuntime(o: HttpRuntimeOptions): HttpRuntime {
       const r = await call("Status", () => client.status({ incarnation: incarnationToWire(inc) }, { timeoutMs }));
       return answer("Status", () => computeStateFromWire(r.state));
     },
+  };
+}
+
+function bearer(token: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
   };
 }
 

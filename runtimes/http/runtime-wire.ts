@@ -7,13 +7,14 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   DialbackSchema,
+  ForkChildSchema,
   IncarnationSchema,
   SessionSpecSchema,
   SnapshotKind as WireSnapshotKind,
   type Incarnation as WireIncarnation,
 } from "../../proto/gen/agentsessions/edge/v1/runtime_pb.js";
 import { ComputeState } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import type { Incarnation, SessionSpec, SnapshotKind } from "../runtime-spi.js";
+import type { ForkChild, Incarnation, SessionSpec, SnapshotKind } from "../runtime-spi.js";
 
 export function snapshotKindToWire(kind: SnapshotKind): WireSnapshotKind {
   switch (kind) {
@@ -31,6 +32,16 @@ export function sessionSpecToWire(spec: SessionSpec): MessageInitShape<typeof Se
 /** Unset when the spec carries none: the backend decides whether it can do without. */
 export function dialbackToWire(spec: SessionSpec): MessageInitShape<typeof DialbackSchema> | undefined {
   return spec.dialback && create(DialbackSchema, { tunnelUrl: spec.dialback.tunnelUrl, token: spec.dialback.token });
+}
+
+export function forkChildToWire(c: ForkChild): MessageInitShape<typeof ForkChildSchema> {
+  return create(ForkChildSchema, { sessionUid: c.sessionUid, dialback: dialbackToWire({ sessionUid: c.sessionUid, harness: "", dialback: c.dialback }) });
+}
+
+/** A fan-out answer must place exactly the children asked for, in order: anything else would cross sessions. */
+export function incarnationsFromWire(ws: readonly WireIncarnation[], expectedIds: readonly string[]): Incarnation[] {
+  if (ws.length !== expectedIds.length) throw new ConnectError(`answered ${ws.length} incarnations for ${expectedIds.length} children`, Code.Internal);
+  return ws.map((w, i) => incarnationFromWire(w, expectedIds[i]!));
 }
 
 export function incarnationToWire(inc: Incarnation): WireIncarnation {

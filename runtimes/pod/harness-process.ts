@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ENV_SESSION, ENV_TUNNEL_TOKEN, ENV_TUNNEL_URL, isChildMessage } from "./child-messages.js";
-import type { PodLog } from "./pod-log.js";
+import type { RuntimeLog } from "../node/runtime-log.js";
 
 const ENTRY = fileURLToPath(new URL("./incarnation.ts", import.meta.url));
 /** tsx's loader, resolved from this package so the child needs no particular working directory. */
@@ -28,7 +28,7 @@ export interface SpawnOptions {
   /** The name the harness serves under (the tunnel's `name`). */
   name: string;
   dialback: { tunnelUrl: string; token: string };
-  log: PodLog;
+  log: RuntimeLog;
 }
 
 export interface Exit {

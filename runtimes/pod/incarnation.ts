@@ -4,19 +4,19 @@
  *   node --import tsx runtimes/pod/incarnation.ts <module> <name>
  *   (environment: AGENTSESSIONS_TUNNEL_URL, AGENTSESSIONS_TUNNEL_TOKEN, AGENTSESSIONS_SESSION)
  *
- * It imports the harness module and serves it with the SDK's `serve` (sdk/harness) against the
- * dialback: the host's tunnel URL and the one-time token minted for this session. The token works
- * once, so once the host has welcomed this process a lost connection cannot be re-established:
- * the process ends and the pod reports no incarnation (the host's next Create or Restore places a
- * fresh one with a fresh token). It reports "connected" and "ended" to the pod over IPC, and ends
+ * It imports the harness module and serves it against the dialback (runtimes/node/dialback-serve.ts):
+ * the host's tunnel URL and the one-time token minted for this session. The token works once, so
+ * once the host has welcomed this process a lost connection cannot be re-established: the process
+ * ends and the pod reports no incarnation (the host's next Create or Restore places a fresh one
+ * with a fresh token). It reports "connected" and "ended" to the pod over IPC, and ends
  * on SIGTERM (Goodbye, a short drain, exit 0) and when the pod goes away (IPC disconnect).
  * @internal Tested through the pod in test/node/pod/.
  */
 import { ConnectError } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { serve, type ServeStatus } from "../../sdk/harness/index.js";
+import { serveDialback } from "../node/dialback-serve.js";
+import { importHarness } from "../node/harness-modules.js";
 import { ENV_TUNNEL_TOKEN, ENV_TUNNEL_URL, type ChildMessage } from "./child-messages.js";
-import { importHarness } from "./harness-modules.js";
 
 /** Open executions get this long after SIGTERM; the pod escalates to SIGKILL later than this. */
 const DRAIN_MS = 2_000;
@@ -50,28 +50,19 @@ try {
   await end(1, e instanceof Error ? e.message : String(e), "failed_precondition");
 }
 
-const stop = new AbortController();
-let welcomed = false;
-let lastDrop = "";
-const onStatus = (s: ServeStatus) => {
-  if (s.state === "connected") {
-    welcomed = true;
-    void tell({ kind: "connected", connectionId: s.connectionId });
-  } else if (s.state === "disconnected") {
-    lastDrop = s.reason;
-    // A spent one-time token would only be refused: end instead of reconnecting.
-    if (welcomed) stop.abort();
-  }
-};
-
-const serving = serve({ url, token, name: name!, harness: harness!, signal: stop.signal, drainMs: DRAIN_MS, onStatus });
-for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => stop.abort());
-process.once("disconnect", () => stop.abort());
-
+let serving;
 try {
-  await serving.stopped;
-  await end(0, lastDrop ? `the connection to the host ended: ${lastDrop}` : "stopped", lastDrop ? "unavailable" : "canceled");
+  serving = serveDialback({ dialback: { tunnelUrl: url, token }, harness: harness!, fallbackName: name!, drainMs: DRAIN_MS });
 } catch (e) {
   const err = ConnectError.from(e);
   await end(1, err.rawMessage, codeToString(err.code));
 }
+serving!.connected.then(
+  (connectionId) => tell({ kind: "connected", connectionId }),
+  () => undefined,
+);
+for (const sig of ["SIGTERM", "SIGINT"] as const) process.once(sig, () => void serving!.close());
+process.once("disconnect", () => void serving!.close());
+
+const ended = await serving!.ended;
+await end(ended.failed ? 1 : 0, ended.reason, ended.code);

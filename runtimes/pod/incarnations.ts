@@ -17,9 +17,11 @@
 import { hostname } from "node:os";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ComputeState } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { tunnelName } from "../node/dialback-serve.js";
+import { createKeyedQueue } from "../node/keyed-queue.js";
 import { HarnessProcess } from "./harness-process.js";
-import type { HarnessModules } from "./harness-modules.js";
-import type { PodLog } from "./pod-log.js";
+import type { HarnessModules } from "../node/harness-modules.js";
+import type { RuntimeLog } from "../node/runtime-log.js";
 
 export type Phase = "live" | "warm" | "cold" | "terminated";
 
@@ -44,7 +46,7 @@ export interface Dialback {
 
 export interface IncarnationPoolOptions {
   modules: HarnessModules;
-  log: PodLog;
+  log: RuntimeLog;
   /** How long Create, Restore and Fork wait for the harness to dial back. */
   readyTimeoutMs: number;
   /** Between SIGTERM and SIGKILL. */
@@ -53,7 +55,7 @@ export interface IncarnationPoolOptions {
 
 export class IncarnationPool {
   private readonly _entries = new Map<string, Entry>();
-  private readonly _locks = new Map<string, Promise<unknown>>();
+  private readonly _queue = createKeyedQueue();
   private readonly _host = hostname();
   private _closed = false;
 
@@ -201,16 +203,7 @@ export class IncarnationPool {
   }
 
   private _serial<T>(uid: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this._locks.get(uid) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this._locks.set(uid, tail);
-    void tail.then(() => {
-      if (this._locks.get(uid) === tail) this._locks.delete(uid);
-    });
-    return run;
+    return this._queue.run(uid, fn);
   }
 }
 
@@ -229,9 +222,4 @@ function checkDialback(d: Dialback | undefined): Dialback {
   }
   if (!["http:", "https:", "ws:", "wss:"].includes(u.protocol)) throw invalid("dialback.tunnel_url must be http(s) or ws(s)");
   return d;
-}
-
-/** The host names the connection in the tunnel URL (`?name=`); the Hello must carry the same. */
-function tunnelName(tunnelUrl: string, harness: string): string {
-  return new URL(tunnelUrl).searchParams.get("name") || harness;
 }

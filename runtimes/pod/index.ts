@@ -5,6 +5,6 @@
  * @experimental
  */
 export { startPodServer, type PodServer, type PodServerOptions } from "./pod-server.js";
-export { loadHarnessModules, parseHarnessFlag, type HarnessModule, type HarnessModules } from "./harness-modules.js";
+export { loadHarnessModules, parseHarnessFlag, type HarnessModule, type HarnessModules } from "../node/harness-modules.js";
 export { POD_RUNTIME } from "./pod-service.js";
-export { stdoutLog, type PodLog } from "./pod-log.js";
+export { stdoutLog, type RuntimeLog } from "../node/runtime-log.js";

@@ -3,15 +3,20 @@
  *
  * Serves the Runtime service (docs/runtimes.md) for the given harness modules: each session the
  * host places here runs in its own child process that dials back over the host's tunnel. Logs one
- * JSON line per RPC on stdout. SIGINT or SIGTERM stops every incarnation, then exits 0.
+ * JSON line per RPC on stdout. SIGINT or SIGTERM stops every incarnation, then exits 0. With a
+ * token (AGENTSESSIONS_RUNTIME_TOKEN, or --token) every request must carry it; without one it
+ * listens only on a loopback address.
  */
 import { parseArgs } from "node:util";
-import { loadHarnessModules, parseHarnessFlag } from "./harness-modules.js";
-import { stdoutLog } from "./pod-log.js";
+import { RUNTIME_TOKEN_ENV, resolveToken } from "../node/bearer-token.js";
+import { integerFlag } from "../node/flags.js";
+import { loadHarnessModules, parseHarnessFlag } from "../node/harness-modules.js";
+import { stdoutLog } from "../node/runtime-log.js";
 import { startPodServer } from "./pod-server.js";
 
 const USAGE = `usage: npm run pod -- --harness NAME=MODULE [--harness …] [--port 9400] [--host 127.0.0.1]
-                   [--ready-timeout-ms 15000] [--stop-grace-ms 5000]`;
+                   [--ready-timeout-ms 15000] [--stop-grace-ms 5000] [--token TOKEN]
+       (prefer ${RUNTIME_TOKEN_ENV}=TOKEN to --token: a command line is visible to every local user)`;
 
 async function main(): Promise<number> {
   let values;
@@ -23,6 +28,7 @@ async function main(): Promise<number> {
         host: { type: "string", default: "127.0.0.1" },
         "ready-timeout-ms": { type: "string", default: "15000" },
         "stop-grace-ms": { type: "string", default: "5000" },
+        token: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -37,8 +43,9 @@ async function main(): Promise<number> {
     return 0;
   }
   let harnesses;
-  let port: number, readyTimeoutMs: number, stopGraceMs: number;
+  let port: number, readyTimeoutMs: number, stopGraceMs: number, token: string | undefined;
   try {
+    token = resolveToken(values.token, process.env, values.host);
     if (!values.harness?.length) throw new Error("at least one --harness NAME=MODULE is required");
     port = integerFlag("port", values.port, 0, 65_535);
     readyTimeoutMs = integerFlag("ready-timeout-ms", values["ready-timeout-ms"], 1, 600_000);
@@ -49,10 +56,16 @@ async function main(): Promise<number> {
     return 2;
   }
 
-  const server = await startPodServer({ harnesses, port, host: values.host, readyTimeoutMs, stopGraceMs, log: stdoutLog });
+  const server = await startPodServer({ harnesses, port, host: values.host, token, readyTimeoutMs, stopGraceMs, log: stdoutLog });
   // Never leave orphans: whatever ends this process takes its incarnations with it.
   process.once("exit", () => server.killAllNow());
-  stdoutLog({ level: "info", msg: "listening", url: server.url, harnesses: [...harnesses.keys()].sort() });
+  stdoutLog({
+    level: "info",
+    msg: "listening",
+    url: server.url,
+    harnesses: [...harnesses.keys()].sort(),
+    authentication: token ? "bearer token" : "none (loopback only)",
+  });
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
@@ -62,12 +75,6 @@ async function main(): Promise<number> {
   await server.close();
   stdoutLog({ level: "info", msg: "stopped" });
   return 0;
-}
-
-function integerFlag(name: string, v: string | undefined, min: number, max: number): number {
-  const n = Number(v);
-  if (!/^\d+$/.test(v ?? "") || n < min || n > max) throw new Error(`--${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
-  return n;
 }
 
 process.exit(await main());

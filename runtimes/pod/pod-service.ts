@@ -14,7 +14,7 @@ import {
   type Runtime,
 } from "../../proto/gen/agentsessions/edge/v1/runtime_pb.js";
 import { RuntimeCapabilitiesSchema, SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import type { HarnessModules } from "./harness-modules.js";
+import type { HarnessModules } from "../node/harness-modules.js";
 import type { Dialback, IncarnationPool, Placed } from "./incarnations.js";
 
 export const POD_RUNTIME = "pod";
@@ -70,6 +70,15 @@ export function createPodService(modules: HarnessModules, pool: IncarnationPool)
       if (!req.childSessionUid) throw new ConnectError("child_session_uid is required", Code.InvalidArgument);
       const harness = req.spec?.harness || pool.harnessOf(req.ref?.local ?? "") || "";
       return incarnation(await pool.place(req.childSessionUid, harness, dialbackOf(req.dialback)));
+    },
+
+    // A memory fan-out clones RAM; a pod has none to clone (capabilities say memory_snapshot=false),
+    // so it refuses rather than hand out fresh processes that would silently forget the parent.
+    forkMany() {
+      throw new ConnectError(
+        "the pod runtime takes no memory snapshots (memory_snapshot=false), so it cannot clone children from one: fork by replay, one Fork per child",
+        Code.FailedPrecondition,
+      );
     },
 
     async stop(req) {

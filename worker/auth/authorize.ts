@@ -1,12 +1,10 @@
 /**
- * Authorization: the role each RPC needs, and the interceptor that enforces it. Authentication ran
- * in the fetch entry (it is async and needs the raw request); its outcome rides in the context
- * values, and this interceptor turns a refusal into the Connect error of whatever protocol the
- * client speaks. A method missing from the table needs admin: new RPCs fail closed.
+ * Authorization: the role each RPC needs. The Worker's front door (worker/rpc-entry.ts) checks it
+ * right after authentication, before the request body is read. A method missing from the table
+ * needs admin: new RPCs fail closed.
  */
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { callerKey } from "../context.js";
-import type { Role } from "./principal.js";
+import type { DescMethod } from "@bufbuild/protobuf";
+import type { Principal, Role } from "./principal.js";
 
 const ROLE_OF: Record<string, Role> = {
   "agentsessions.v1.Sessions/CreateSession": "write",
@@ -31,18 +29,9 @@ export function roleFor(service: string, method: string): Role {
   return ROLE_OF[`${service}/${method}`] ?? "admin";
 }
 
-export const authorize: Interceptor = (next) => async (req) => {
-  const caller = req.contextValues.get(callerKey);
-  if (!caller.principal) {
-    const r = caller.refusal ?? { code: Code.Unauthenticated, message: "not authenticated" };
-    throw new ConnectError(r.message, r.code);
-  }
-  const role = roleFor(req.service.typeName, req.method.name);
-  if (!caller.principal.roles.has(role)) {
-    throw new ConnectError(
-      `${caller.principal.name} may not call ${req.method.name}: it needs the ${role} role; ask an admin of tenant ${caller.principal.tenant} for a key that has it`,
-      Code.PermissionDenied,
-    );
-  }
-  return next(req);
-};
+/** Why `principal` may not call `method` (the refusal's message), or undefined when it may. */
+export function refuseRole(principal: Principal, method: DescMethod): string | undefined {
+  const role = roleFor(method.parent.typeName, method.name);
+  if (principal.roles.has(role)) return undefined;
+  return `${principal.name} may not call ${method.name}: it needs the ${role} role; ask an admin of tenant ${principal.tenant} for a key that has it`;
+}

@@ -1,4 +1,4 @@
 export { createAuthenticator, bearerOf, type AuthEnv, type AuthOutcome, type Authenticator } from "./authenticate.js";
-export { authorize, roleFor } from "./authorize.js";
+export { refuseRole, roleFor } from "./authorize.js";
 export { identityOf, rolesFrom, ROLES, type Principal, type Role } from "./principal.js";
 export { recordedIdentity } from "./recorded-identity.js";

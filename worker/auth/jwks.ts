@@ -4,8 +4,11 @@
  * needed, again when it is older than its TTL, and early when a token names a kid it does not hold
  * (the provider rotated), at most once per REFETCH_GAP_MS so unknown kids cannot make us hammer
  * the provider. When a fetch fails the last good set stays in use; with none yet, verification
- * answers "unavailable". Test: test/node/auth/jwks.test.ts.
+ * answers "unavailable". Keys are imported with jose (`importJWK`), which verifies the tokens too
+ * (jwt.ts); this module keeps only the policy of which keys to trust and when to fetch them.
+ * Test: test/node/auth/jwks.test.ts.
  */
+import { importJWK } from "jose";
 
 export type JwkKey = JsonWebKey & { kid?: string; alg?: string };
 export type Alg = "RS256" | "ES256";
@@ -16,9 +19,10 @@ export interface TrustedKey {
 }
 export type KeysOutcome = { ok: true; keys: TrustedKey[] } | { ok: false; unavailable: string };
 
+/** The public members each accepted key type must have. */
 export const ALGS = {
-  RS256: { members: ["n", "e"], params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } },
-  ES256: { members: ["x", "y"], params: { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } },
+  RS256: { members: ["n", "e"] },
+  ES256: { members: ["x", "y"] },
 } as const;
 
 /** Early refetches (an unknown kid, a failed fetch) are at least this far apart. */
@@ -91,10 +95,10 @@ export function parsePublishedKeys(text: string): JwkKey[] | string {
 export async function importTrusted(k: JwkKey): Promise<TrustedKey | undefined> {
   const alg = algOfKey(k);
   if (!alg) return undefined;
-  // Only the public members go to importKey, so a stray `key_ops`, `use` or `ext` cannot make import fail.
-  const jwk: JsonWebKey = alg === "RS256" ? { kty: "RSA", n: k.n, e: k.e } : { kty: "EC", crv: "P-256", x: k.x, y: k.y };
+  // Only the public members are imported, so a stray `key_ops`, `use` or `ext` cannot make import fail.
+  const jwk = alg === "RS256" ? { kty: "RSA", n: k.n, e: k.e } : { kty: "EC", crv: "P-256", x: k.x, y: k.y };
   // A key with bad material (say, a truncated modulus) stays listed but unusable, so its kid is still recognised.
-  const key = await crypto.subtle.importKey("jwk", jwk, ALGS[alg].params, false, ["verify"]).catch(() => undefined);
+  const key = (await importJWK(jwk, alg).catch(() => undefined)) as CryptoKey | undefined;
   return { kid: k.kid, alg, key };
 }
 

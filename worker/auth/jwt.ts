@@ -1,12 +1,14 @@
 /**
- * Verifies OIDC-style bearer JWTs (RS256, ES256) against a configured or published JWKS (jwks.ts),
- * in workerd with WebCrypto only. parseJwtSettings reads the AUTH_JWT_* env values;
- * createJwtVerifier checks the signature first, then iss/aud/exp/nbf/iat, then maps claims to a
- * tenant, principal and roles. Failure reasons name claims, never their values or the token.
+ * Verifies OIDC-style bearer JWTs (RS256, ES256) against a configured or published JWKS (jwks.ts).
+ * parseJwtSettings reads the AUTH_JWT_* env values; createJwtVerifier checks the signature with
+ * jose (base64url, JWS, WebCrypto; it runs in workerd), then iss/aud/exp/nbf/iat, then maps
+ * claims to a tenant, principal and roles. The checks before jose runs only turn malformed tokens
+ * into reasons a person can act on. Failure reasons name claims, never their values or the token.
  * Test: test/node/auth/jwt.test.ts.
  */
+import { base64url, compactVerify } from "jose";
 import type { ConfigEnv } from "../../objects/config.js";
-import { ALGS, createKeySet, jwksUrlProblem, parseStaticKeys, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
+import { createKeySet, jwksUrlProblem, parseStaticKeys, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
 
 export type { JwkKey } from "./jwks.js";
 export interface JwtSettings {
@@ -81,10 +83,14 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   return { issuer, audience, keys, jwksUrl, jwksTtlSeconds: Number(ttlRaw), ...claims, skewSeconds };
 }
 
-function bytesFromBase64Url(s: string): Uint8Array<ArrayBuffer> | undefined {
+/** A segment in the strict base64url alphabet (RFC 7515 §2: no padding, no "+" or "/"), decoded by jose. */
+function bytesFromBase64Url(s: string): Uint8Array | undefined {
   if (!/^[A-Za-z0-9_-]*$/.test(s) || s.length % 4 === 1) return undefined;
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  try {
+    return base64url.decode(s);
+  } catch {
+    return undefined;
+  }
 }
 
 function jsonFromSegment(s: string): Json | undefined {
@@ -170,12 +176,14 @@ async function verifyToken(settings: JwtSettings, keySet: KeySet, token: string,
   if (!trusted.ok) return { ok: false, reason: trusted.unavailable, unavailable: true };
   const keys = candidates(trusted.keys, header.alg, header.kid);
   if (typeof keys === "string") return fail(keys);
-  const signed = new TextEncoder().encode(`${h}.${p}`);
-  const params = ALGS[header.alg].params;
   for (const { key } of keys) {
-    // Some runtimes throw rather than return false on a malformed signature (e.g. wrong RSA length).
-    const valid = key ? await crypto.subtle.verify(params, key, signature, signed).catch(() => false) : false;
-    if (valid) {
+    if (!key) continue;
+    // jose refuses any algorithm but the key's; a malformed signature is "does not verify", not a throw to the caller.
+    const verified = await compactVerify(token, key, { algorithms: [header.alg] }).then(
+      () => true,
+      () => false,
+    );
+    if (verified) {
       const identity = identityFrom(payload, settings, now);
       return typeof identity === "string" ? fail(identity) : { ok: true, identity };
     }

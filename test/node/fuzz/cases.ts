@@ -10,7 +10,8 @@
  * refused by a stale expected_last_seq); the storm skips those, so the seeded journals must come
  * out byte for byte unchanged.
  */
-import { create, fromBinary, fromJsonString, toBinary, toJsonString, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJsonString, ScalarType, toBinary, toJsonString, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { NUMBER_RULES, numberViolation } from "../../../proto/numbers.js";
 import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions, type ExecRequest } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -45,6 +46,12 @@ export interface Case {
   headers: Record<string, string>;
   /** What was done to the request, for the failure message. */
   how: string[];
+  /**
+   * Why the answer must be INVALID_ARGUMENT by the strict-numbers rules (proto/numbers.ts): set
+   * when the case wrote an integer in a form the contract does not define, or when its body,
+   * read exactly as the server reads it, carries a value a rule refuses. The oracle checks it.
+   */
+  numbers?: string;
 }
 
 export function generateCase(rng: Rng, index: number, t: Targets): Case {
@@ -56,6 +63,7 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
   const jsonText = tryJson(method.input, msg);
   const binary = jsonText === undefined || rng.chance(0.5);
   const how: string[] = [binary ? "proto" : "json"];
+  let numbers: string | undefined;
   let payload = binary ? toBinary(method.input, msg) : utf8(jsonText!);
 
   const style = rng.weighted<string>([
@@ -64,6 +72,7 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
     [binary ? 1 : 5, "json"],
     [binary ? 2 : 0, "deep-proto"],
     [binary ? 0 : 2, "deep-json"],
+    [binary || !hasTopLevelInteger(method.input) ? 0 : 3, "number-form"],
     [1, "garbage"],
   ]);
   how.push(style);
@@ -95,6 +104,11 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
     const levels = rng.pick([20, 45, 46, 47, 48, 49, 50, 60, 200, 10_000]);
     how.push(`levels=${levels}`);
     payload = utf8(deepJson(rng, method.name, msg, levels));
+  } else if (style === "number-form") {
+    const f = numberForm(rng, method.input, JSON.parse(jsonText!) as Record<string, unknown>);
+    how.push(f.how);
+    payload = utf8(f.text);
+    numbers = f.how;
   } else if (style === "garbage") {
     payload = garbageJson(rng, new TextDecoder().decode(payload)) as Uint8Array<ArrayBuffer>;
   }
@@ -141,7 +155,60 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
   }
   const httpMethod = rng.chance(0.03) ? rng.pick(["GET", "PUT", "DELETE", "PATCH"]) : "POST";
   if (httpMethod !== "POST") how.push(httpMethod);
-  return { index, method, httpMethod, contentType, body, headers, how };
+  const c: Case = { index, method, httpMethod, contentType, body, headers, how };
+  if (isClean(c, payload)) c.numbers = numbers ?? numbersRefused(c, payload);
+  return c;
+}
+
+const INTEGER_SCALARS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64]);
+
+function integerFields(desc: DescMessage) {
+  return desc.fields.filter((f) => f.fieldKind === "scalar" && INTEGER_SCALARS.has(f.scalar));
+}
+
+function hasTopLevelInteger(desc: DescMessage): boolean {
+  return integerFields(desc).length > 0;
+}
+
+/**
+ * The JSON text of the request with one top-level integer field written in a form the contract
+ * does not define (hex, exponent, fraction, sign, padding), or negative where a rule forbids it.
+ */
+function numberForm(rng: Rng, desc: DescMessage, doc: Record<string, unknown>): { text: string; how: string } {
+  const f = rng.pick(integerFields(desc));
+  const ruled = NUMBER_RULES[`${desc.typeName}.${f.name}`] !== undefined;
+  const forms = ['"0x10"', '"1e1"', "1e1", "1E1", "10.0", '"10.0"', '"+3"', '" 7"', '"7 "', "2.5e0", ...(ruled ? ["-1", '"-5"'] : [])];
+  const token = rng.pick(forms);
+  const text = JSON.stringify({ ...doc, [rng.chance(0.5) ? f.jsonName : f.name]: "__number__" }).replace('"__number__"', token);
+  return { text, how: `number-form ${f.name}=${token}` };
+}
+
+/**
+ * Whether the server reads this case as a clean request: the method's own content type, a single
+ * well-formed envelope for a stream, small enough, no hostile headers. Only then is the answer to
+ * a refused number certain to be about the number.
+ */
+function isClean(c: Case, payload: Uint8Array): boolean {
+  if (c.httpMethod !== "POST" || Object.keys(c.headers).length > 0 || payload.length > 1_000_000) return false;
+  const streaming = isStreaming(c.method);
+  const ok = streaming ? ["application/connect+json", "application/connect+proto"] : ["application/json", "application/proto"];
+  if (!ok.includes(c.contentType)) return false;
+  // A stream's body must be exactly one plain envelope around the payload.
+  return streaming ? c.body.length === payload.length + 5 && c.body[0] === 0 : c.body === payload;
+}
+
+/** Why a clean case's body, decoded as the server decodes it, carries a value a number rule refuses. */
+function numbersRefused(c: Case, payload: Uint8Array): string | undefined {
+  const json = c.contentType.endsWith("json");
+  let msg: object;
+  try {
+    msg = json
+      ? fromJsonString(c.method.input, new TextDecoder("utf-8", { fatal: true }).decode(payload), { ignoreUnknownFields: false })
+      : fromBinary(c.method.input, payload);
+  } catch {
+    return undefined;
+  }
+  return numberViolation(c.method.input, msg);
 }
 
 /**

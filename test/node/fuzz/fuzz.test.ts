@@ -112,6 +112,7 @@ describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
     const findings: string[] = [];
     const outcomes: Record<string, number> = {};
     let skipped = 0;
+    let numbersChecked = 0;
     const touchedProtected: string[] = [];
     const details: string[] = [];
     // Each case is generated when it is sent: generating thousands up front leaves the client's
@@ -130,6 +131,12 @@ describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
         outcomes[`${c.method.name}:${v.outcome}`] = (outcomes[`${c.method.name}:${v.outcome}`] ?? 0) + 1;
         const where = `seed ${SEED} case ${c.index} ${c.method.name} [${c.how.join(", ")}] -> HTTP ${a.status}`;
         for (const f of v.findings) findings.push(`${where}: ${f}`);
+        // Strict numbers: a value or form the rules refuse is never given a meaning (issue 11 §4).
+        // Only refusals decided before the body is read (size, rate) may come first.
+        if (c.numbers) numbersChecked++;
+        if (c.numbers && !v.outcome.endsWith("invalid_argument") && !v.outcome.endsWith("resource_exhausted")) {
+          findings.push(`${where}: ${c.numbers} was answered ${v.outcome}, not invalid_argument`);
+        }
         if (VERBOSE) details.push(`${c.method.name} ${v.outcome} ${(v.detail ?? "").replace(/sess-[0-9a-f]{24}|[0-9]+/g, "#").slice(0, 140)}`);
         if (v.wrote && snapshots.has(v.wrote)) touchedProtected.push(`${where} wrote to protected ${v.wrote}`);
       },
@@ -151,6 +158,7 @@ describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
     console.log(
       `fuzz seed ${SEED}: ${ITERATIONS} HTTP cases (${skipped} skipped as possibly valid on a protected session), ${TUNNEL_CASES} tunnel cases, ${LIVE_TURNS} live turns`,
     );
+    console.log(`strict numbers: ${numbersChecked} cases carried a number the rules refuse`);
     console.log(`outcomes: ${JSON.stringify(Object.fromEntries(Object.entries(outcomes).sort()))}`);
     console.log(`live outcomes: ${JSON.stringify(live?.outcomes)}`);
     if (VERBOSE) {
@@ -166,6 +174,8 @@ describe(`fuzz (FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS})`, () => {
     expect(touchedProtected).toEqual([]);
     // The filter skips only what could be valid; if it swallows a large share the storm is blind.
     expect(skipped).toBeLessThan(ITERATIONS / 10);
+    // The strict-numbers oracle must have had something to judge.
+    expect(numbersChecked).toBeGreaterThan(ITERATIONS / 100);
     expect(findings, `reproduce with FUZZ_SEED=${SEED} FUZZ_ITERATIONS=${ITERATIONS}`).toEqual([]);
   }, 180_000);
 

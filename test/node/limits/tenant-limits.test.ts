@@ -1,9 +1,9 @@
 /** The per-tenant rate bucket and execution leases (objects/limits), on sql.js with a fake clock. */
 import { describe, expect, it } from "vitest";
-import { TenantLimits, type LimitSettings } from "../../../objects/limits/tenant-limits.js";
+import { type LimitSettings, RECHECK_MS, TenantLimits } from "../../../objects/limits/tenant-limits.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
-const settings: LimitSettings = { ratePerSecond: 10, burst: 3, maxConcurrent: 2, leaseMs: 60_000 };
+const settings: LimitSettings = { ratePerSecond: 10, burst: 3, maxConcurrent: 2 };
 
 describe("TenantLimits", () => {
   it("admit: a full bucket lets a burst through, then one request per 1/rate seconds", () => {
@@ -25,27 +25,69 @@ describe("TenantLimits", () => {
     for (let i = 0; i < 100; i++) expect(l.admit({ ...settings, ratePerSecond: 0 }, 5).ok).toBe(true);
   });
 
-  it("acquire: at most maxConcurrent sessions; a session already running is let in; release frees only its own lease", () => {
+  // Which (session, owner) pairs a session object would still vouch for, and who was asked.
+  const objects = (running: Set<string>) => {
+    const asked: string[] = [];
+    const isRunning = async (session: string, owner: string) => {
+      asked.push(`${session}:${owner}`);
+      return running.has(`${session}:${owner}`);
+    };
+    return { asked, isRunning };
+  };
+
+  it("acquire: at most maxConcurrent sessions; a session already running is let in; release frees only its own lease", async () => {
     const l = new TenantLimits(createTestDb());
-    expect(l.acquire(settings, "s1", "a", 0).ok).toBe(true);
-    expect(l.acquire(settings, "s2", "b", 0).ok).toBe(true);
-    expect(l.acquire(settings, "s3", "c", 0)).toEqual({ ok: false, running: 2 });
-    // A second Exec on s1 (the session will refuse it as busy) is not a third running session.
-    expect(l.acquire(settings, "s1", "d", 0).ok).toBe(true);
-    expect(l.running(0)).toBe(2);
-    l.release("s1", "d");
-    expect(l.running(0)).toBe(2);
-    expect(l.acquire(settings, "s3", "c", 0).ok).toBe(false);
+    const o = objects(new Set(["s1:a", "s2:b", "s1:d"]));
+    expect((await l.acquire(settings, "s1", "a", 0, o.isRunning)).ok).toBe(true);
+    expect((await l.acquire(settings, "s2", "b", 0, o.isRunning)).ok).toBe(true);
+    expect(await l.acquire(settings, "s3", "c", 0, o.isRunning)).toEqual({ ok: false, running: 2 });
+    // A second turn on s1 (a recovery after its object restarted) takes over its row: still 2.
+    expect((await l.acquire(settings, "s1", "d", 0, o.isRunning)).ok).toBe(true);
+    expect(l.running()).toBe(2);
+    // The old owner's release no longer frees anything.
     l.release("s1", "a");
-    expect(l.acquire(settings, "s3", "c", 0).ok).toBe(true);
+    expect(l.running()).toBe(2);
+    expect((await l.acquire(settings, "s3", "c", 10_000, o.isRunning)).ok).toBe(false);
+    l.release("s1", "d");
+    expect((await l.acquire(settings, "s3", "c", 10_000, o.isRunning)).ok).toBe(true);
   });
 
-  it("acquire: a lease never released expires after leaseMs", () => {
+  it("acquire: at the limit, rows whose session object no longer runs that turn are dropped, so a crash never locks the tenant out", async () => {
     const l = new TenantLimits(createTestDb());
-    l.acquire(settings, "s1", "a", 0);
-    l.acquire(settings, "s2", "b", 0);
-    expect(l.acquire(settings, "s3", "c", 59_999).ok).toBe(false);
-    expect(l.acquire(settings, "s3", "c", 60_000).ok).toBe(true);
-    expect(l.running(60_000)).toBe(1);
+    const alive = new Set(["s1:a", "s2:b"]);
+    const o = objects(alive);
+    await l.acquire(settings, "s1", "a", 0, o.isRunning);
+    await l.acquire(settings, "s2", "b", 0, o.isRunning);
+    // Both turns really run: they count, and nothing is dropped.
+    expect(await l.acquire(settings, "s3", "c", 5_000, o.isRunning)).toEqual({ ok: false, running: 2 });
+    expect(o.asked.sort()).toEqual(["s1:a", "s2:b"]);
+    // s1's object restarted (a crash): it disowns the row, which goes; s3 takes the slot.
+    alive.delete("s1:a");
+    expect((await l.acquire(settings, "s3", "c", 10_000, o.isRunning)).ok).toBe(true);
+    expect(l.running()).toBe(2);
+  });
+
+  it("acquire: nothing expires by time, and a row is put to its object at most once per RECHECK_MS", async () => {
+    const l = new TenantLimits(createTestDb());
+    const o = objects(new Set(["s1:a", "s2:b"]));
+    await l.acquire(settings, "s1", "a", 0, o.isRunning);
+    await l.acquire(settings, "s2", "b", 0, o.isRunning);
+    const day = 24 * 3600_000;
+    expect((await l.acquire(settings, "s3", "c", day, o.isRunning)).ok).toBe(false);
+    const asked = o.asked.length;
+    expect((await l.acquire(settings, "s3", "c", day + RECHECK_MS - 1, o.isRunning)).ok).toBe(false);
+    expect(o.asked.length).toBe(asked);
+    expect((await l.acquire(settings, "s3", "c", day + RECHECK_MS, o.isRunning)).ok).toBe(false);
+    expect(o.asked.length).toBe(asked + 2);
+  });
+
+  it("acquire: an object that cannot answer keeps its row counted", async () => {
+    const l = new TenantLimits(createTestDb());
+    await l.acquire(settings, "s1", "a", 0, async () => true);
+    await l.acquire(settings, "s2", "b", 0, async () => true);
+    const failing = async () => {
+      throw new Error("unreachable");
+    };
+    expect(await l.acquire(settings, "s3", "c", 10_000, failing)).toEqual({ ok: false, running: 2 });
   });
 });

@@ -7,6 +7,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import {
   CreateRequestSchema,
+  ForkManyRequestSchema,
+  ForkManyResponseSchema,
   IncarnationSchema,
   SnapshotKind,
   SnapshotRequestSchema,
@@ -26,17 +28,19 @@ interface Seen {
   path: string;
   redirect: RequestRedirect | undefined;
   body: Uint8Array;
+  authorization: string | null;
 }
 
 /** A runtime whose every call is answered by `answer`; `seen` records what was fetched. */
-function scripted(answer: (path: string) => Response | Promise<Response>) {
+function scripted(answer: (path: string) => Response | Promise<Response>, token?: string) {
   const seen: Seen[] = [];
   const fetch: typeof globalThis.fetch = async (input, init) => {
     const path = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url).pathname;
-    seen.push({ path, redirect: init?.redirect, body: init?.body instanceof Uint8Array ? init.body : new Uint8Array() });
+    const authorization = new Headers(init?.headers).get("authorization");
+    seen.push({ path, redirect: init?.redirect, body: init?.body instanceof Uint8Array ? init.body : new Uint8Array(), authorization });
     return answer(path);
   };
-  return { runtime: createHttpRuntime({ baseUrl: BASE, fetch, timeoutMs: 2_000 }), seen };
+  return { runtime: createHttpRuntime({ baseUrl: BASE, fetch, timeoutMs: 2_000, token }), seen };
 }
 
 const proto = (bytes: Uint8Array) => new Response(bytes.slice(), { status: 200, headers: { "content-type": "application/proto" } });
@@ -162,5 +166,48 @@ describe("http runtime: answers", () => {
     const snap = fromBinary(SnapshotRequestSchema, seen[1]!.body);
     expect(snap.kind).toBe(SnapshotKind.EXTERNAL);
     expect(snap.incarnation).toMatchObject({ id: "sess-1", fence: 3n });
+  });
+});
+
+describe("http runtime: token and ForkMany", () => {
+  const REF = create(SnapshotRefSchema, { local: "sess-1", externalUri: "substrate://snap/1", memory: true });
+  const CHILDREN = [
+    { sessionUid: "sess-2", dialback: { tunnelUrl: "http://host/harness/v1/connect?name=echo2", token: "ot_two" } },
+    { sessionUid: "sess-3", dialback: { tunnelUrl: "http://host/harness/v1/connect?name=echo2", token: "ot_three" } },
+  ];
+  const placed = (...ids: string[]) =>
+    proto(toBinary(ForkManyResponseSchema, create(ForkManyResponseSchema, { incarnations: ids.map((id) => ({ id, worker: "w", runtime: "substrate" })) })));
+
+  it("token: every call carries Authorization: Bearer <token>; without one, no header", async () => {
+    const withToken = scripted(() => proto(toBinary(StatusResponseSchema, create(StatusResponseSchema, { state: 2 }))), "rt_secret_secret_secret");
+    await withToken.runtime.status(INC);
+    await withToken.runtime.refreshCapabilities().catch(() => undefined);
+    expect(withToken.seen.map((x) => x.authorization)).toEqual(["Bearer rt_secret_secret_secret", "Bearer rt_secret_secret_secret"]);
+    const without = scripted(() => proto(toBinary(StatusResponseSchema, create(StatusResponseSchema, { state: 2 }))));
+    await without.runtime.status(INC);
+    expect(without.seen[0]!.authorization).toBeNull();
+  });
+
+  it("forkMany: sends the ref, the parent's spec and each child's own dialback, in order", async () => {
+    const { runtime, seen } = scripted(() => placed("sess-2", "sess-3"));
+    const incs = await runtime.forkMany(REF, CHILDREN, { sessionUid: "sess-1", harness: "counter" });
+    expect(incs.map((i) => i.id)).toEqual(["sess-2", "sess-3"]);
+    expect(seen[0]!.path).toBe("/agentsessions.edge.v1.Runtime/ForkMany");
+    const sent = fromBinary(ForkManyRequestSchema, seen[0]!.body);
+    expect(sent.ref).toMatchObject({ local: "sess-1", externalUri: "substrate://snap/1", memory: true });
+    expect(sent.spec).toMatchObject({ sessionUid: "sess-1", harness: "counter" });
+    expect(sent.children.map((c) => [c.sessionUid, c.dialback?.token])).toEqual([
+      ["sess-2", "ot_two"],
+      ["sess-3", "ot_three"],
+    ]);
+  });
+
+  it("forkMany: an answer that does not place exactly the children asked for is a bad answer (INTERNAL)", async () => {
+    for (const answer of [placed("sess-2"), placed("sess-3", "sess-2")]) {
+      const { runtime } = scripted(() => answer);
+      const e = await failure(runtime.forkMany(REF, CHILDREN, { sessionUid: "sess-1", harness: "counter" }));
+      expect(e.code).toBe(Code.Internal);
+      expect(e.rawMessage).toContain("bad answer");
+    }
   });
 });

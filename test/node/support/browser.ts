@@ -1,17 +1,15 @@
 /**
- * A real browser for UI tests: Debian's chromium (/usr/bin/chromium, installed by apt; nothing
- * downloads a browser) driven by playwright-core, with a fresh profile in a temp folder that
- * close() removes. One per test file, shared by its tests. Pages record console errors, page
+ * Pages for UI tests in a real browser (chromium.ts: Debian's Chromium driven by playwright-core,
+ * on a fresh profile that close() removes). One per test file, shared by its tests. Pages record console errors, page
  * errors and Content-Security-Policy violations, so a test can assert there were none.
  * Screenshots go to test-results/ui/ (git-ignored), never into the run's temp folder.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { ROOT } from "../../../scripts/dev-server.js";
+import { launchChromium } from "./chromium.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOTS = join(ROOT, "test-results", "ui");
 
 export interface TestPage {
@@ -27,28 +25,7 @@ export interface TestBrowser {
 }
 
 export async function launchBrowser(): Promise<TestBrowser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium; .ci/run does)`);
-  const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
-  let context: BrowserContext;
-  try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1280, height: 900 },
-    });
-  } catch (e) {
-    rmSync(profile, { recursive: true, force: true });
-    throw e;
-  }
+  const { context, close } = await launchChromium();
   mkdirSync(SCREENSHOTS, { recursive: true });
   return {
     async open(o = {}) {
@@ -72,9 +49,6 @@ export async function launchBrowser(): Promise<TestBrowser> {
     async screenshot(page, name) {
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
     },
-    async close() {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    },
+    close,
   };
 }

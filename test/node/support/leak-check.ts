@@ -27,7 +27,7 @@ export async function teardown(): Promise<void> {
       // gone meanwhile
     }
   }
-  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)));
+  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isTsxCache(name));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
   rmSync(root, { recursive: true, force: true });
   if (leaks.length === 0) return;
@@ -42,6 +42,15 @@ export async function teardown(): Promise<void> {
 function isVitestCache(dir: string): boolean {
   const inside = list(dir);
   return inside.length > 0 && inside.every((n) => n === "ssr" || n === "web");
+}
+
+/**
+ * tsx keeps its transform cache in `<tmpdir>/tsx-<uid>`; every `node --import tsx` child a test
+ * starts (pod incarnations, the substrate stand-in's actors, `npm run pod`) writes there. It is a
+ * tool's cache, removed with the run's folder, not something a test forgot.
+ */
+function isTsxCache(name: string): boolean {
+  return /^tsx-\d+$/.test(name);
 }
 
 function list(dir: string): string[] {

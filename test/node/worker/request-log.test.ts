@@ -81,6 +81,18 @@ describe("request log", () => {
     expect(lines.join("\n")).not.toContain(PRINCIPAL);
   });
 
+  it("request log: a stream's line has first_message_ms (no later than its end); a unary call's has none", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    const c = client();
+    for await (const _ of c.exec({ session: "s-1", inputs: [] })) void _;
+    await c.resume({ session: "s-1" }).catch(() => undefined);
+    const [exec, resume] = lines.map((l) => JSON.parse(l) as Record<string, number | string>);
+    expect(typeof exec!.first_message_ms).toBe("number");
+    expect(exec!.first_message_ms as number).toBeLessThanOrEqual(exec!.duration_ms as number);
+    expect(resume).not.toHaveProperty("first_message_ms");
+  });
+
   it("session log (§8.17 #155): an Exec's own log lines (placement) name the session and never carry its input or config", async () => {
     const fx = setup();
     const uid = await createSession(fx.host);

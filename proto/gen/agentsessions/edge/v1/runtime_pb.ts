@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentsessions/edge/v1/runtime.proto.
  */
 export const file_agentsessions_edge_v1_runtime: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudHNlc3Npb25zL2VkZ2UvdjEvcnVudGltZS5wcm90bxIVYWdlbnRzZXNzaW9ucy5lZGdlLnYxIikKFlJ1bnRpbWVEZXNjcmliZVJlcXVlc3QSDwoHaGFybmVzcxgBIAEoCSIVChNDYXBhYmlsaXRpZXNSZXF1ZXN0ImQKC1Nlc3Npb25TcGVjEhMKC3Nlc3Npb25fdWlkGAEgASgJEg8KB2hhcm5lc3MYAiABKAkSLwoIaWRlbnRpdHkYAyABKAsyHS5hZ2VudHNlc3Npb25zLnYxLklkZW50aXR5UmVmIi0KCERpYWxiYWNrEhIKCnR1bm5lbF91cmwYASABKAkSDQoFdG9rZW4YAiABKAkiWgoLSW5jYXJuYXRpb24SCgoCaWQYASABKAkSDgoGd29ya2VyGAIgASgJEg8KB2FkZHJlc3MYAyABKAkSDwoHcnVudGltZRgEIAEoCRINCgVmZW5jZRgFIAEoAyJ0Cg1DcmVhdGVSZXF1ZXN0EjAKBHNwZWMYASABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYAiABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2sifQoPU25hcHNob3RSZXF1ZXN0EjcKC2luY2FybmF0aW9uGAEgASgLMiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkluY2FybmF0aW9uEjEKBGtpbmQYAiABKA4yIy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU25hcHNob3RLaW5kIqEBCg5SZXN0b3JlUmVxdWVzdBIqCgNyZWYYASABKAsyHS5hZ2VudHNlc3Npb25zLnYxLlNuYXBzaG90UmVmEjAKBHNwZWMYAiABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYAyABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2si2wEKFkZvcmtJbmNhcm5hdGlvblJlcXVlc3QSKgoDcmVmGAEgASgLMh0uYWdlbnRzZXNzaW9ucy52MS5TbmFwc2hvdFJlZhIZChFjaGlsZF9zZXNzaW9uX3VpZBgCIAEoCRIVCg1jb3B5X29uX3dyaXRlGAMgASgIEjAKBHNwZWMYBCABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYBSABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2siRgoLU3RvcFJlcXVlc3QSNwoLaW5jYXJuYXRpb24YASABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuSW5jYXJuYXRpb24iDgoMU3RvcFJlc3BvbnNlIkgKDVN0YXR1c1JlcXVlc3QSNwoLaW5jYXJuYXRpb24YASABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuSW5jYXJuYXRpb24iPwoOU3RhdHVzUmVzcG9uc2USLQoFc3RhdGUYASABKA4yHi5hZ2VudHNlc3Npb25zLnYxLkNvbXB1dGVTdGF0ZSpiCgxTbmFwc2hvdEtpbmQSHQoZU05BUFNIT1RfS0lORF9VTlNQRUNJRklFRBAAEhcKE1NOQVBTSE9UX0tJTkRfTE9DQUwQARIaChZTTkFQU0hPVF9LSU5EX0VYVEVSTkFMEAIyzAUKB1J1bnRpbWUSXgoIRGVzY3JpYmUSLS5hZ2VudHNlc3Npb25zLmVkZ2UudjEuUnVudGltZURlc2NyaWJlUmVxdWVzdBojLmFnZW50c2Vzc2lvbnMudjEuSGFybmVzc0Rlc2NyaXB0b3ISYQoMQ2FwYWJpbGl0aWVzEiouYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkNhcGFiaWxpdGllc1JlcXVlc3QaJS5hZ2VudHNlc3Npb25zLnYxLlJ1bnRpbWVDYXBhYmlsaXRpZXMSUgoGQ3JlYXRlEiQuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkNyZWF0ZVJlcXVlc3QaIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuSW5jYXJuYXRpb24SUQoIU25hcHNob3QSJi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU25hcHNob3RSZXF1ZXN0Gh0uYWdlbnRzZXNzaW9ucy52MS5TbmFwc2hvdFJlZhJUCgdSZXN0b3JlEiUuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlJlc3RvcmVSZXF1ZXN0GiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkluY2FybmF0aW9uElkKBEZvcmsSLS5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRm9ya0luY2FybmF0aW9uUmVxdWVzdBoiLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5JbmNhcm5hdGlvbhJPCgRTdG9wEiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlN0b3BSZXF1ZXN0GiMuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlN0b3BSZXNwb25zZRJVCgZTdGF0dXMSJC5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU3RhdHVzUmVxdWVzdBolLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5TdGF0dXNSZXNwb25zZWIGcHJvdG8z", [file_agentsessions_v1_common, file_agentsessions_v1_harness, file_agentsessions_v1_session]);
+  fileDesc("CiNhZ2VudHNlc3Npb25zL2VkZ2UvdjEvcnVudGltZS5wcm90bxIVYWdlbnRzZXNzaW9ucy5lZGdlLnYxIikKFlJ1bnRpbWVEZXNjcmliZVJlcXVlc3QSDwoHaGFybmVzcxgBIAEoCSIVChNDYXBhYmlsaXRpZXNSZXF1ZXN0ImQKC1Nlc3Npb25TcGVjEhMKC3Nlc3Npb25fdWlkGAEgASgJEg8KB2hhcm5lc3MYAiABKAkSLwoIaWRlbnRpdHkYAyABKAsyHS5hZ2VudHNlc3Npb25zLnYxLklkZW50aXR5UmVmIi0KCERpYWxiYWNrEhIKCnR1bm5lbF91cmwYASABKAkSDQoFdG9rZW4YAiABKAkiWgoLSW5jYXJuYXRpb24SCgoCaWQYASABKAkSDgoGd29ya2VyGAIgASgJEg8KB2FkZHJlc3MYAyABKAkSDwoHcnVudGltZRgEIAEoCRINCgVmZW5jZRgFIAEoAyJ0Cg1DcmVhdGVSZXF1ZXN0EjAKBHNwZWMYASABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYAiABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2sifQoPU25hcHNob3RSZXF1ZXN0EjcKC2luY2FybmF0aW9uGAEgASgLMiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkluY2FybmF0aW9uEjEKBGtpbmQYAiABKA4yIy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU25hcHNob3RLaW5kIqEBCg5SZXN0b3JlUmVxdWVzdBIqCgNyZWYYASABKAsyHS5hZ2VudHNlc3Npb25zLnYxLlNuYXBzaG90UmVmEjAKBHNwZWMYAiABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYAyABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2si2wEKFkZvcmtJbmNhcm5hdGlvblJlcXVlc3QSKgoDcmVmGAEgASgLMh0uYWdlbnRzZXNzaW9ucy52MS5TbmFwc2hvdFJlZhIZChFjaGlsZF9zZXNzaW9uX3VpZBgCIAEoCRIVCg1jb3B5X29uX3dyaXRlGAMgASgIEjAKBHNwZWMYBCABKAsyIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU2Vzc2lvblNwZWMSMQoIZGlhbGJhY2sYBSABKAsyHy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuRGlhbGJhY2siUwoJRm9ya0NoaWxkEhMKC3Nlc3Npb25fdWlkGAEgASgJEjEKCGRpYWxiYWNrGAIgASgLMh8uYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkRpYWxiYWNrIqMBCg9Gb3JrTWFueVJlcXVlc3QSKgoDcmVmGAEgASgLMh0uYWdlbnRzZXNzaW9ucy52MS5TbmFwc2hvdFJlZhIwCgRzcGVjGAIgASgLMiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlNlc3Npb25TcGVjEjIKCGNoaWxkcmVuGAMgAygLMiAuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkZvcmtDaGlsZCJMChBGb3JrTWFueVJlc3BvbnNlEjgKDGluY2FybmF0aW9ucxgBIAMoCzIiLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5JbmNhcm5hdGlvbiJGCgtTdG9wUmVxdWVzdBI3CgtpbmNhcm5hdGlvbhgBIAEoCzIiLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5JbmNhcm5hdGlvbiIOCgxTdG9wUmVzcG9uc2UiSAoNU3RhdHVzUmVxdWVzdBI3CgtpbmNhcm5hdGlvbhgBIAEoCzIiLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5JbmNhcm5hdGlvbiI/Cg5TdGF0dXNSZXNwb25zZRItCgVzdGF0ZRgBIAEoDjIeLmFnZW50c2Vzc2lvbnMudjEuQ29tcHV0ZVN0YXRlKmIKDFNuYXBzaG90S2luZBIdChlTTkFQU0hPVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTU05BUFNIT1RfS0lORF9MT0NBTBABEhoKFlNOQVBTSE9UX0tJTkRfRVhURVJOQUwQAjKpBgoHUnVudGltZRJeCghEZXNjcmliZRItLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5SdW50aW1lRGVzY3JpYmVSZXF1ZXN0GiMuYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzRGVzY3JpcHRvchJhCgxDYXBhYmlsaXRpZXMSKi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuQ2FwYWJpbGl0aWVzUmVxdWVzdBolLmFnZW50c2Vzc2lvbnMudjEuUnVudGltZUNhcGFiaWxpdGllcxJSCgZDcmVhdGUSJC5hZ2VudHNlc3Npb25zLmVkZ2UudjEuQ3JlYXRlUmVxdWVzdBoiLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5JbmNhcm5hdGlvbhJRCghTbmFwc2hvdBImLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5TbmFwc2hvdFJlcXVlc3QaHS5hZ2VudHNlc3Npb25zLnYxLlNuYXBzaG90UmVmElQKB1Jlc3RvcmUSJS5hZ2VudHNlc3Npb25zLmVkZ2UudjEuUmVzdG9yZVJlcXVlc3QaIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuSW5jYXJuYXRpb24SWQoERm9yaxItLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5Gb3JrSW5jYXJuYXRpb25SZXF1ZXN0GiIuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkluY2FybmF0aW9uElsKCEZvcmtNYW55EiYuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLkZvcmtNYW55UmVxdWVzdBonLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5Gb3JrTWFueVJlc3BvbnNlEk8KBFN0b3ASIi5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU3RvcFJlcXVlc3QaIy5hZ2VudHNlc3Npb25zLmVkZ2UudjEuU3RvcFJlc3BvbnNlElUKBlN0YXR1cxIkLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5TdGF0dXNSZXF1ZXN0GiUuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_agentsessions_v1_common, file_agentsessions_v1_harness, file_agentsessions_v1_session]);
 
 /**
  * @generated from message agentsessions.edge.v1.RuntimeDescribeRequest
@@ -265,6 +265,83 @@ export const ForkIncarnationRequestSchema: GenMessage<ForkIncarnationRequest> = 
   messageDesc(file_agentsessions_edge_v1_runtime, 8);
 
 /**
+ * One child of a memory fan-out: its session uid and the dialback minted for it.
+ *
+ * @generated from message agentsessions.edge.v1.ForkChild
+ */
+export type ForkChild = Message<"agentsessions.edge.v1.ForkChild"> & {
+  /**
+   * @generated from field: string session_uid = 1;
+   */
+  sessionUid: string;
+
+  /**
+   * @generated from field: agentsessions.edge.v1.Dialback dialback = 2;
+   */
+  dialback?: Dialback | undefined;
+};
+
+/**
+ * Describes the message agentsessions.edge.v1.ForkChild.
+ * Use `create(ForkChildSchema)` to create a new message.
+ */
+export const ForkChildSchema: GenMessage<ForkChild> = /*@__PURE__*/
+  messageDesc(file_agentsessions_edge_v1_runtime, 9);
+
+/**
+ * @generated from message agentsessions.edge.v1.ForkManyRequest
+ */
+export type ForkManyRequest = Message<"agentsessions.edge.v1.ForkManyRequest"> & {
+  /**
+   * The parent's snapshot: local = the parent's session uid, memory = true, external_uri = the
+   * snapshot handle the parent must still hold.
+   *
+   * @generated from field: agentsessions.v1.SnapshotRef ref = 1;
+   */
+  ref?: SnapshotRef | undefined;
+
+  /**
+   * The parent's spec (its harness).
+   *
+   * @generated from field: agentsessions.edge.v1.SessionSpec spec = 2;
+   */
+  spec?: SessionSpec | undefined;
+
+  /**
+   * At least one; uids distinct from each other and from the parent.
+   *
+   * @generated from field: repeated agentsessions.edge.v1.ForkChild children = 3;
+   */
+  children: ForkChild[];
+};
+
+/**
+ * Describes the message agentsessions.edge.v1.ForkManyRequest.
+ * Use `create(ForkManyRequestSchema)` to create a new message.
+ */
+export const ForkManyRequestSchema: GenMessage<ForkManyRequest> = /*@__PURE__*/
+  messageDesc(file_agentsessions_edge_v1_runtime, 10);
+
+/**
+ * @generated from message agentsessions.edge.v1.ForkManyResponse
+ */
+export type ForkManyResponse = Message<"agentsessions.edge.v1.ForkManyResponse"> & {
+  /**
+   * One per child, in request order.
+   *
+   * @generated from field: repeated agentsessions.edge.v1.Incarnation incarnations = 1;
+   */
+  incarnations: Incarnation[];
+};
+
+/**
+ * Describes the message agentsessions.edge.v1.ForkManyResponse.
+ * Use `create(ForkManyResponseSchema)` to create a new message.
+ */
+export const ForkManyResponseSchema: GenMessage<ForkManyResponse> = /*@__PURE__*/
+  messageDesc(file_agentsessions_edge_v1_runtime, 11);
+
+/**
  * @generated from message agentsessions.edge.v1.StopRequest
  */
 export type StopRequest = Message<"agentsessions.edge.v1.StopRequest"> & {
@@ -279,7 +356,7 @@ export type StopRequest = Message<"agentsessions.edge.v1.StopRequest"> & {
  * Use `create(StopRequestSchema)` to create a new message.
  */
 export const StopRequestSchema: GenMessage<StopRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_edge_v1_runtime, 9);
+  messageDesc(file_agentsessions_edge_v1_runtime, 12);
 
 /**
  * @generated from message agentsessions.edge.v1.StopResponse
@@ -292,7 +369,7 @@ export type StopResponse = Message<"agentsessions.edge.v1.StopResponse"> & {
  * Use `create(StopResponseSchema)` to create a new message.
  */
 export const StopResponseSchema: GenMessage<StopResponse> = /*@__PURE__*/
-  messageDesc(file_agentsessions_edge_v1_runtime, 10);
+  messageDesc(file_agentsessions_edge_v1_runtime, 13);
 
 /**
  * @generated from message agentsessions.edge.v1.StatusRequest
@@ -309,7 +386,7 @@ export type StatusRequest = Message<"agentsessions.edge.v1.StatusRequest"> & {
  * Use `create(StatusRequestSchema)` to create a new message.
  */
 export const StatusRequestSchema: GenMessage<StatusRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_edge_v1_runtime, 11);
+  messageDesc(file_agentsessions_edge_v1_runtime, 14);
 
 /**
  * @generated from message agentsessions.edge.v1.StatusResponse
@@ -326,7 +403,7 @@ export type StatusResponse = Message<"agentsessions.edge.v1.StatusResponse"> & {
  * Use `create(StatusResponseSchema)` to create a new message.
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
-  messageDesc(file_agentsessions_edge_v1_runtime, 12);
+  messageDesc(file_agentsessions_edge_v1_runtime, 15);
 
 /**
  * @generated from enum agentsessions.edge.v1.SnapshotKind
@@ -412,6 +489,22 @@ export const Runtime: GenService<{
     methodKind: "unary";
     input: typeof ForkIncarnationRequestSchema;
     output: typeof IncarnationSchema;
+  },
+  /**
+   * A memory fork's fan-out: one child incarnation per entry of `children`, each cloned from the
+   * ONE memory snapshot in `ref` (what Snapshot(EXTERNAL) answered for the parent, taken once for
+   * the whole fan-out). All or nothing: either every child is placed and dialled back and the
+   * answer lists them in request order, or the call fails and nothing it made is left (no child,
+   * no copy of the snapshot). A snapshot that is no longer the parent's current one is refused
+   * FAILED_PRECONDITION naming it. Runtimes without memory snapshots answer FAILED_PRECONDITION;
+   * stateless harnesses fork by replay (Fork, or a fresh Create for each child).
+   *
+   * @generated from rpc agentsessions.edge.v1.Runtime.ForkMany
+   */
+  forkMany: {
+    methodKind: "unary";
+    input: typeof ForkManyRequestSchema;
+    output: typeof ForkManyResponseSchema;
   },
   /**
    * Destroys the incarnation and frees its worker. Idempotent.

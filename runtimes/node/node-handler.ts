@@ -1,19 +1,36 @@
 /**
  * A node:http request handler for Connect's universal handlers: the part of connect-node's
- * `connectNodeAdapter` the pod needs (unary Connect over HTTP/1.1). @connectrpc/connect-node is not
- * installed in this project, and @connectrpc/connect already ships the router and the protocol;
- * this file only moves bytes between IncomingMessage/ServerResponse and the universal request and
- * response (see connect-node's `node-universal-handler.ts`). gRPC needs HTTP/2 trailers and is not
- * served (the router is built Connect-only).
- * @internal Used by pod-server.ts; tested through the HTTP runtime client in test/node/pod/.
+ * `connectNodeAdapter` a Runtime service backend needs (unary Connect over HTTP/1.1), plus the
+ * bearer-token check, made before the body is read, and `GET /healthz` for probes. It only moves bytes between
+ * IncomingMessage/ServerResponse and the universal request and response (see connect-node's
+ * `node-universal-handler.ts`). gRPC needs HTTP/2 trailers and is not served (the router is built
+ * Connect-only).
+ * @internal Used by rpc-server.ts; tested through the HTTP runtime client in test/node/pod/ and
+ * test/node/substrate/.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 
-export function createNodeHandler(handlers: readonly UniversalHandler[]): (req: IncomingMessage, res: ServerResponse) => void {
+export interface NodeHandlerOptions {
+  /** When set, a request whose Authorization header it refuses is answered UNAUTHENTICATED (HTTP 401), unread. */
+  authorize?: (authorization: string | undefined) => boolean;
+}
+
+export function createNodeHandler(handlers: readonly UniversalHandler[], o: NodeHandlerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
   return (req, res) => {
     const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+    // Readiness and wakeup probes carry no token and learn nothing but that the server answers.
+    if (req.method === "GET" && url.pathname === "/healthz") {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
+    if (o.authorize && !o.authorize(req.headers.authorization)) {
+      const body = JSON.stringify({ code: "unauthenticated", message: "this runtime wants Authorization: Bearer <its token> (the host sends RUNTIME_TOKEN)" });
+      // The body is not read: close the connection rather than drain an unauthenticated upload.
+      res.writeHead(401, { "content-type": "application/json", connection: "close" }).end(body);
+      return;
+    }
     const handler = byPath.get(url.pathname);
     if (!handler) {
       const body = JSON.stringify({ code: "unimplemented", message: `no RPC at ${url.pathname}` });

@@ -1,12 +1,14 @@
 /**
- * The harnesses a pod hosts: `--harness name=path` flags, each a module whose default (or
- * `harness`) export is a Harness (runtimes/harness-spi.ts), as `agentctl harness serve` takes them.
+ * The harnesses a runtime backend hosts: `--harness name=path` flags, each a module whose default
+ * (or `harness`) export is a Harness (runtimes/harness-spi.ts), as `agentctl harness serve` takes
+ * them.
  *
- * Every module is imported once in the pod's own process at startup: that validates the flag
+ * Every module is imported once in the backend's own process at startup: that validates the flag
  * before any session needs it and lets Describe answer without starting a process (as the
- * reference local runtime does, BEHAVIOUR.md §5.3). The cost is that a module's top-level code
- * also runs in the pod; its `run` never does (executions run only in incarnation processes).
- * @internal Used by pod-server.ts and main.ts; tested in test/node/pod/.
+ * reference's local runtime does; docs/runtimes.md). The cost is that a module's top-level code
+ * also runs there; its `run` never does (executions run only in incarnations).
+ * @internal Used by runtimes/pod, runtimes/substrate and their incarnation entries; tested in
+ * test/node/pod/ and test/node/substrate/.
  */
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
