@@ -7,12 +7,17 @@
  * Used by the journal (objects/journal), the CLI verifier (cli/) and tests. Everything here is
  * synchronous so an append can hash inside `transactionSync` (PLATFORM.md, "Hashing inside an
  * append"). Tested by test/node/proto/canon.test.ts against the golden vectors of §7.4.
+ *
+ * The canonical string itself comes from canonical-json.ts, which has no crypto in it, so the
+ * inspector UI hashes the very same string with WebCrypto (chain-check.ts).
  */
 import { createHash } from "node:crypto";
-import { toBinary, toJson, type JsonValue } from "@bufbuild/protobuf";
-import canonicalize from "canonicalize";
+import { toBinary, toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
+import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
+
+export { canonicalRecordString, eventToCanonicalJson } from "./canonical-json.js";
 
 /** 64 lowercase hex characters, or "" for the genesis prev_hash. */
 export type ContentHash = string & { readonly __brand: "ContentHash" };
@@ -26,19 +31,6 @@ export function parseContentHash(s: string): ContentHash {
 }
 
 export const GENESIS_HASH = "" as ContentHash;
-
-/** proto3-JSON options pinned by CONTRACT.md §7.2: proto names, enum names, unpopulated omitted. */
-const JSON_OPTIONS = { useProtoFieldName: true } as const;
-
-/** proto3-JSON of an already-normalized event, as it is hashed. */
-export function eventToCanonicalJson(event: Event): JsonValue {
-  return toJson(EventSchema, event, JSON_OPTIONS);
-}
-
-/** The exact UTF-8 string that is SHA-256'd for one record. */
-export function canonicalRecordString(event: Event, prevHash: string, seq: bigint): string {
-  return jcs({ event: eventToCanonicalJson(event), prev_hash: prevHash, seq: seq.toString() });
-}
 
 /** content_hash of (prev_hash, seq, event); the event must already be in normal form. */
 export function contentHash(event: Event, prevHash: string, seq: bigint): ContentHash {
@@ -74,10 +66,4 @@ export function modelInputHash(call: ModelCall): string {
 
 export function sha256Hex(s: string | Uint8Array): string {
   return createHash("sha256").update(s).digest("hex");
-}
-
-function jcs(value: unknown): string {
-  const out = canonicalize(value);
-  if (out === undefined) throw new Error("canonicalize returned nothing for a JSON value");
-  return out;
 }

@@ -7,3 +7,5 @@ export * from "./normalize.js";
 export * from "./ids.js";
 export * from "./messages.js";
 export * from "./verify.js";
+export { jcs, CANONICAL_JSON_OPTIONS } from "./canonical-json.js";
+export { ChainCheck, verifyChainAsync, webSha256Hex } from "./chain-check.js";

@@ -1,43 +1,39 @@
 /**
- * The inspector UI: one static page served by the Worker (no build step). It talks to the same
- * Sessions API as any client, with the Connect protocol's JSON encoding. The page is built in
- * ui-page.ts; its test is test/node/integration/ui.test.ts.
+ * Serves the inspector UI: the page at `/` and its two bundled assets under `/ui/`, all from
+ * worker/gen/ui-assets.ts (built from ui/ by scripts/build-ui.ts; docs/ui.md). The browser talks
+ * to the same Sessions API as any client. Tested by test/node/integration/ui.test.ts and, in a
+ * real browser, test/node/integration/ui-browser.test.ts.
  */
-import { createHash } from "node:crypto";
-import { INSPECTOR_HTML, INSPECTOR_JS, UI_CSS } from "./ui-page.js";
+import { UI_ASSETS, UI_PAGE } from "./gen/ui-assets.js";
 
-/**
- * CSP source for one inline block: SHA-256 of its exact text, base64. Synchronous node:crypto
- * (nodejs_compat), since serveUi is synchronous; types/node-crypto.d.ts declares only hex digests.
- */
-function inlineHash(text: string): string {
-  const hex = createHash("sha256").update(text).digest("hex");
-  const binary = String.fromCharCode(...hex.match(/../g)!.map((h) => parseInt(h, 16)));
-  return `'sha256-${btoa(binary)}'`;
-}
-
-// The page loads nothing from elsewhere and calls only this origin's API; the policy says so.
-// Only the page's own inline script and style run (by hash), so injected markup stays inert.
+// The page loads only its own script and stylesheet (by path, with integrity) and calls only this
+// origin's API. No inline script or style runs, and Trusted Types are required with no policy, so
+// no string can ever become markup or code: the UI builds its DOM from text nodes.
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
-  `script-src ${inlineHash(INSPECTOR_JS)}`,
-  `style-src ${inlineHash(UI_CSS)}`,
+  "script-src 'self'",
+  "style-src 'self'",
   "connect-src 'self'",
   "img-src data:",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
 ].join("; ");
 
+const COMMON_HEADERS = {
+  "content-security-policy": CONTENT_SECURITY_POLICY,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
 export function serveUi(pathname: string): Response | undefined {
-  if (pathname !== "/" && pathname !== "/ui" && pathname !== "/index.html") return undefined;
-  return new Response(INSPECTOR_HTML, {
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      "content-security-policy": CONTENT_SECURITY_POLICY,
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-    },
-  });
+  if (pathname === "/" || pathname === "/ui" || pathname === "/index.html") {
+    return new Response(UI_PAGE, { headers: { ...COMMON_HEADERS, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+  }
+  const asset = UI_ASSETS[pathname];
+  if (!asset) return undefined;
+  // Asset paths carry their content hash: a new build is a new path, so they never go stale.
+  return new Response(asset.body, { headers: { ...COMMON_HEADERS, "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
 }

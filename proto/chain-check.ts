@@ -1,0 +1,120 @@
+/**
+ * The chain rules in two steps, so the hash can be computed synchronously (the journal, inside
+ * `transactionSync`) or asynchronously (WebCrypto in the inspector UI) over ONE set of rules:
+ * `admit` checks a record's seq, its prev_hash link and its stored bytes and returns the canonical
+ * string to hash (canonical-json.ts); `settle` compares the recomputed hash. docs/journal.md
+ * describes the chain; verify.ts is the synchronous verifier built on this.
+ *
+ * No crypto is imported here. Tested in test/node/proto/chain-check.test.ts.
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
+import { canonicalRecordString } from "./canonical-json.js";
+
+export interface ChainRecord {
+  seq: bigint;
+  prevHash: string;
+  hash: string;
+  /** The stored event: its bytes, or the decoded message (as served by Replay). */
+  event: Uint8Array | Event;
+}
+
+export interface ChainReport {
+  ok: boolean;
+  records: bigint;
+  /** First seq that fails a check; 0n when the chain is intact. */
+  firstBadSeq: bigint;
+  /** Why `firstBadSeq` failed; "" when ok. */
+  reason: string;
+  /** content_hash of the last record checked. */
+  headHash: string;
+}
+
+export class ChainCheck {
+  private _expectedSeq = 1n;
+  private _prevHash = "";
+  private _count = 0n;
+  private _bad: { seq: bigint; reason: string } | undefined;
+
+  /**
+   * Checks everything about `r` but its hash and returns the string whose SHA-256 must equal
+   * `r.hash`; undefined when `r` failed a check, or an earlier record did (later records are
+   * counted but not checked). Call `settle` with the recomputed hash before the next `admit`.
+   */
+  admit(r: ChainRecord): string | undefined {
+    this._count++;
+    if (this._bad) return undefined;
+    if (r.seq !== this._expectedSeq) return this._fail(r, `expected seq ${this._expectedSeq}, found ${r.seq}`);
+    if (r.prevHash !== this._prevHash) return this._fail(r, "prev_hash does not link to the previous record's hash");
+    let event: Event;
+    try {
+      event = r.event instanceof Uint8Array ? fromBinary(EventSchema, r.event) : r.event;
+    } catch {
+      return this._fail(r, "stored event does not decode as agentsessions.v1.Event");
+    }
+    // The hash covers the decoded content, and a lenient decoder reads some altered encodings as
+    // the same content. Stored bytes are always the deterministic encoding of the normalized
+    // event, so anything else is an edit even when the content survived it.
+    if (r.event instanceof Uint8Array && !sameBytes(toBinary(EventSchema, event), r.event)) {
+      return this._fail(r, "stored event bytes are not the encoding the journal wrote");
+    }
+    try {
+      return canonicalRecordString(event, r.prevHash, r.seq);
+    } catch {
+      return this._fail(r, "stored event has no canonical JSON form");
+    }
+  }
+
+  /** Compares the hash recomputed from `admit`'s string with the one `r` carries. */
+  settle(r: ChainRecord, recomputed: string): void {
+    if (this._bad) return;
+    if (recomputed !== r.hash) {
+      this._fail(r, "content_hash does not match the recomputed hash");
+      return;
+    }
+    this._expectedSeq = r.seq + 1n;
+    this._prevHash = r.hash;
+  }
+
+  report(): ChainReport {
+    return {
+      ok: this._bad === undefined,
+      records: this._count,
+      firstBadSeq: this._bad?.seq ?? 0n,
+      reason: this._bad?.reason ?? "",
+      headHash: this._prevHash,
+    };
+  }
+
+  private _fail(r: ChainRecord, reason: string): undefined {
+    this._bad = { seq: r.seq, reason };
+    return undefined;
+  }
+}
+
+/** Lowercase hex SHA-256 of a string's UTF-8 with WebCrypto (browsers, Node 20, workerd). */
+export async function webSha256Hex(s: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  let hex = "";
+  for (const b of new Uint8Array(digest)) hex += b.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/** The chain check with an asynchronous SHA-256 (default WebCrypto), over records in seq order. */
+export async function verifyChainAsync(
+  records: Iterable<ChainRecord> | AsyncIterable<ChainRecord>,
+  sha256Hex: (s: string) => Promise<string> = webSha256Hex,
+): Promise<ChainReport> {
+  const check = new ChainCheck();
+  for await (const r of records) {
+    const canonical = check.admit(r);
+    if (canonical !== undefined) check.settle(r, await sha256Hex(canonical));
+  }
+  return check.report();
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
