@@ -23,7 +23,9 @@ export interface FakeRequest {
 export type Reply =
   | { kind: "answer"; text?: string; toolCalls?: { id: string; name: string; arguments: string }[]; usage?: boolean }
   | { kind: "error"; status: number; body?: unknown }
-  | { kind: "hold" };
+  | { kind: "hold" }
+  /** A streamed answer of `chunks` pieces, one every `chunkMs` (a slow model). */
+  | { kind: "slow"; chunkMs: number; chunks?: number };
 
 export interface FakeOpenAi {
   url: string;
@@ -118,6 +120,24 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
 function reply(res: ServerResponse, req: FakeRequest, r: Reply, n: number, held: ServerResponse[]): void {
   if (r.kind === "hold") {
     held.push(res);
+    return;
+  }
+  if (r.kind === "slow") {
+    const pieces = r.chunks ?? 10;
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    let i = 0;
+    const next = () => {
+      if (res.destroyed) return;
+      if (i < pieces) {
+        res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: `w${n}.${i} ` } }] })}\n\n`);
+        i++;
+        setTimeout(next, r.chunkMs);
+        return;
+      }
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: pieces } })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    };
+    next();
     return;
   }
   if (r.kind === "error") {
