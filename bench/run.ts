@@ -1,79 +1,202 @@
 /**
- * `npm run bench`: journal append cost against a plain SQLite insert of the same bytes, measured
- * side by side in one Durable Object of a real `wrangler dev`; and an echo turn over HTTP against a
- * bare request that appends five rows in one Durable Object call; then fork cost against prefix
- * length and child count on the same server (bench/fork.ts). Prints medians and ratios; it asserts
- * nothing (timings never gate tests).
+ * `npm run bench`: every hot path against its floor, measured side by side on one `wrangler dev`
+ * (interleaved rounds, medians), one summary line per row: `bench <name> ratio=<x> target=<y>`.
+ * It asserts nothing. docs/performance.md has the method, the machine and the figures.
+ *
+ * Rows (BENCH_ONLY=name,name runs a subset):
+ *   append       journal append vs a plain SQLite insert of the same bytes, same object
+ *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
+ *   replay       Replay of 10k records of ~300 B (binary) vs reading the same rows in an object
+ *   verify       Audit.Verify (no replay) and `agentctl verify`, records/s
+ *   fork         128 children of a 10k prefix, aggregate records/s vs an insert floor
+ *   list         ListSessions page 200 vs page 1 of a 10k-session project
+ *   chat-long    a chat turn (host echo model) on a 19k-record session vs a fresh one
+ *   inputless    an inputless Exec on a 25k-record session vs a fresh one
+ *   parallel     16 sessions in parallel: turns/s and p50
+ * Sizes: BENCH_ROUNDS, BENCH_RECORDS (10000), BENCH_LONG (19000), BENCH_INPUTLESS (25000),
+ * BENCH_SESSIONS (10000), BENCH_FORK_CHILDREN (128).
  */
-import { startDevServer } from "../scripts/dev-server.js";
-import { SessionsClient } from "../sdk/client.js";
-import { runForkBench } from "./fork.js";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { ROOT } from "../scripts/dev-server.js";
+import type { SessionsClient } from "../sdk/client.js";
+import { buildSession, fmt, interleaved, median, percentile, post, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const APPENDS = Number(process.env.BENCH_APPENDS ?? 5000);
-const TURNS = Number(process.env.BENCH_TURNS ?? 40);
+const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
+const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
+const LONG = Number(process.env.BENCH_LONG ?? 19_000);
+const INPUTLESS = Number(process.env.BENCH_INPUTLESS ?? 25_000);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
+const CHILDREN = Number(process.env.BENCH_FORK_CHILDREN ?? 128);
+const text300 = (i: number) => `${i} `.padEnd(280, "x");
 
-async function timed(f: () => Promise<unknown>): Promise<number> {
-  const t = performance.now();
-  await f();
-  return performance.now() - t;
-}
+type Row = (u: string, c: SessionsClient) => Promise<void>;
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
+const rows: Record<string, Row> = {
+  async append(u) {
+    const n = 2000;
+    await post(`${u}/_bench/append?n=200&size=300`);
+    await post(`${u}/_bench/plain?n=200&size=300`);
+    const t = await interleaved(ROUNDS, { append: () => post(`${u}/_bench/append?n=${n}&size=300`), plain: () => post(`${u}/_bench/plain?n=${n}&size=300`) });
+    const a = (median(t.append!) * 1000) / n;
+    const p = (median(t.plain!) * 1000) / n;
+    console.log(`append: hash-chained ${fmt(a)} µs/event, plain insert ${fmt(p)} µs/event (${n} events of ~300 B per call, ${ROUNDS} rounds)`);
+    summary("append", a / p, "<=2");
+  },
 
-async function get(url: string): Promise<void> {
-  const r = await fetch(url, { method: "POST" });
-  if (!r.ok) throw new Error(`${url}: ${r.status} ${await r.text()}`);
-  await r.arrayBuffer();
-}
+  async "echo-turn"(u, c) {
+    const uid = (await c.create({ name: "bench-echo" })).metadata!.uid;
+    await c.exec({ session: uid, inputs: ["warm"] });
+    await post(`${u}/_bench/five`);
+    const t = await interleaved(Math.max(ROUNDS, 30), { turn: () => c.exec({ session: uid, inputs: ["turn"] }), five: () => post(`${u}/_bench/five`) });
+    console.log(`echo-turn: Exec ${fmt(median(t.turn!), 2)} ms, bare five-row request ${fmt(median(t.five!), 2)} ms`);
+    summary("echo-turn", median(t.turn!) / median(t.five!), "<=1.3");
+  },
+
+  async replay(u, c) {
+    const uid = (await c.create({ name: "bench-replay" })).metadata!.uid;
+    const head = await buildSession(c, uid, RECORDS, text300);
+    const count = async () => {
+      let n = 0;
+      for await (const _ of c.replay(uid)) n++;
+      if (n !== Number(head)) throw new Error(`replay returned ${n} records, expected ${head}`);
+    };
+    await count();
+    await post(`${u}/_bench/read?n=${head}&size=300&object=replay-floor`);
+    const t = await interleaved(ROUNDS, { replay: count, floor: () => post(`${u}/_bench/read?n=${head}&size=300&object=replay-floor`) });
+    const rs = Number(head) / (median(t.replay!) / 1000);
+    const fs = Number(head) / (median(t.floor!) / 1000);
+    console.log(`replay: ${Math.round(rs)} records/s (${head} records, binary), in-object read floor over HTTP ${Math.round(fs)} rows/s`);
+    summary("replay", rs / fs, ">=0.5", `records_per_s=${Math.round(rs)} target_records_per_s=50000`);
+    rowState.replaySession = uid;
+    rowState.replayHead = Number(head);
+  },
+
+  async verify(_u, c) {
+    let uid = rowState.replaySession;
+    let head = rowState.replayHead;
+    if (!uid) {
+      uid = (await c.create({ name: "bench-verify" })).metadata!.uid;
+      head = Number(await buildSession(c, uid, RECORDS, text300));
+    }
+    const cli = () => promisify(execFile)(process.execPath, [join(ROOT, "cli/bin/agentctl.js"), "--server", _u, "verify", "--session", uid!], { cwd: ROOT });
+    const t = await interleaved(Math.max(3, Math.floor(ROUNDS / 2)), { rpc: () => c.verify(uid!), cli });
+    const rpc = head! / (median(t.rpc!) / 1000);
+    const local = head! / (median(t.cli!) / 1000);
+    console.log(
+      `verify: Audit.Verify ${Math.round(rpc)} records/s; agentctl verify (local recomputation over Replay, process start included) ${Math.round(local)} records/s`,
+    );
+    summary(
+      "verify",
+      rpc / 40_000,
+      ">=1",
+      `records_per_s=${Math.round(rpc)} agentctl_records_per_s=${Math.round(local)} agentctl_vs_rpc=${fmt(local / rpc, 2)}`,
+    );
+  },
+
+  async fork(u, c) {
+    const uid = (await c.create({ name: "bench-fork" })).metadata!.uid;
+    const head = await buildSession(c, uid, RECORDS);
+    const forkAll = async () => {
+      const kids = await retryProxy503(() => c.fork(uid, { at: head, count: CHILDREN }));
+      if (kids.length !== CHILDREN) throw new Error(`fork made ${kids.length} children`);
+      return kids;
+    };
+    const rounds = Math.max(1, Math.min(3, ROUNDS));
+    const times: number[] = [];
+    const floor: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      let kids: Awaited<ReturnType<typeof forkAll>> = [];
+      times.push(await timed(async () => (kids = await forkAll())));
+      floor.push(await timed(() => post(`${u}/_bench/insert?n=${head}&size=40&object=fork-floor`)));
+      for (const k of kids) await retryProxy503(() => c.delete(k.metadata!.uid));
+    }
+    const agg = (CHILDREN * Number(head)) / (median(times) / 1000);
+    const ins = Number(head) / (median(floor) / 1000);
+    console.log(
+      `fork: ${CHILDREN} children of a ${head}-record prefix in ${fmt(median(times), 0)} ms: ${Math.round(agg)} records/s aggregate; one-object insert floor ${Math.round(ins)} rows/s`,
+    );
+    summary("fork", agg / 150_000, ">=1", `records_per_s=${Math.round(agg)} insert_floor_rows_per_s=${Math.round(ins)}`);
+  },
+
+  async list(u, c) {
+    const project = `bench-list-${Date.now()}`;
+    await post(`${u}/_bench/directory?project=${project}&n=${SESSIONS}`);
+    // Page tokens for page 1 and page 200 (page size 50): walk once, untimed.
+    let token = "";
+    const tokens: string[] = [""];
+    for (let p = 1; p < 200; p++) {
+      const r = await c.raw.listSessions({ project, pageSize: 50, pageToken: token });
+      token = r.nextPageToken;
+      tokens.push(token);
+    }
+    const page = (t: string) => () => c.raw.listSessions({ project, pageSize: 50, pageToken: t });
+    const t = await interleaved(Math.max(ROUNDS, 40), { first: page(tokens[0]!), p200: page(tokens[199]!) });
+    console.log(`list: page 1 ${fmt(median(t.first!), 2)} ms, page 200 ${fmt(median(t.p200!), 2)} ms (${SESSIONS} sessions, 50 per page)`);
+    summary("list", median(t.p200!) / median(t.first!), "<=1.05");
+  },
+
+  async "chat-long"(_u, c) {
+    const long = (await c.create({ name: "bench-chat-long", harness: "chat", model: "echo" })).metadata!.uid;
+    await buildSession(c, long, LONG);
+    const fresh = () => c.create({ name: "bench-chat-fresh", harness: "chat", model: "echo" }).then((s) => s.metadata!.uid);
+    const freshUids: string[] = [];
+    for (let i = 0; i < Math.max(ROUNDS, 15); i++) freshUids.push(await fresh());
+    let k = 0;
+    const t = await interleaved(Math.max(ROUNDS, 15), {
+      long: () => c.exec({ session: long, inputs: ["one more"] }),
+      fresh: () => c.exec({ session: freshUids[k++]!, inputs: ["one more"] }),
+    });
+    console.log(`chat-long: a chat turn on a ${LONG}-record session ${fmt(median(t.long!), 1)} ms, on a fresh session ${fmt(median(t.fresh!), 1)} ms`);
+    summary("chat-long", median(t.long!) / median(t.fresh!), "<=1.2");
+  },
+
+  async inputless(_u, c) {
+    const long = (await c.create({ name: "bench-inputless-long" })).metadata!.uid;
+    await buildSession(c, long, INPUTLESS);
+    const fresh = (await c.create({ name: "bench-inputless-fresh" })).metadata!.uid;
+    await c.exec({ session: fresh, inputs: ["one"] });
+    const t = await interleaved(Math.max(ROUNDS, 15), { long: () => c.exec({ session: long }), fresh: () => c.exec({ session: fresh }) });
+    console.log(`inputless: an inputless Exec on a ${INPUTLESS}-record session ${fmt(median(t.long!), 1)} ms, on a fresh one ${fmt(median(t.fresh!), 1)} ms`);
+    summary("inputless", median(t.long!) / median(t.fresh!), "<=1.2");
+  },
+
+  async parallel(_u, c) {
+    const n = 16;
+    const turns = 20;
+    const uids = await Promise.all(
+      Array.from({ length: n }, (_, i) => c.create({ name: `par-${i}`, harness: "chat", model: "echo" }).then((s) => s.metadata!.uid)),
+    );
+    await Promise.all(uids.map((uid) => c.exec({ session: uid, inputs: ["warm"] })));
+    const lat: number[] = [];
+    const t = await timed(() =>
+      Promise.all(
+        uids.map(async (uid) => {
+          for (let i = 0; i < turns; i++) lat.push(await timed(() => retryProxy503(() => c.exec({ session: uid, inputs: [`turn ${i}`] }))));
+        }),
+      ),
+    );
+    const tps = (n * turns) / (t / 1000);
+    console.log(
+      `parallel: ${n} sessions × ${turns} chat turns: ${fmt(tps, 0)} turns/s, p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`,
+    );
+    summary("parallel", tps, "peers: npm run bench:peers", `turns_per_s=${fmt(tps, 0)} p50_ms=${fmt(percentile(lat, 50), 1)}`);
+  },
+};
+
+const rowState: { replaySession?: string; replayHead?: number } = {};
 
 async function main(): Promise<void> {
   console.log("starting wrangler dev with BENCH=1 …");
-  // The fork bench builds its 10,000-record parent from Execs of 1000 inputs (bench/fork.ts), over
-  // the default MAX_INPUTS_PER_EXEC of 64.
-  const server = await startDevServer({ vars: { BENCH: "1", MAX_INPUTS_PER_EXEC: "1000" } });
+  const { server, client } = await startBenchHost({ MODEL_BASE_URL: "http://127.0.0.1:9" });
   try {
-    const u = server.url;
-    // Warm up both paths (module load, statement cache).
-    await get(`${u}/_bench/append?n=500&size=300`);
-    await get(`${u}/_bench/plain?n=500&size=300`);
-
-    const append: number[] = [];
-    const plain: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      append.push(await timed(() => get(`${u}/_bench/append?n=${APPENDS}&size=300`)));
-      plain.push(await timed(() => get(`${u}/_bench/plain?n=${APPENDS}&size=300`)));
+    for (const [name, row] of Object.entries(rows)) {
+      if (ONLY.size > 0 && !ONLY.has(name)) continue;
+      const t = performance.now();
+      await row(server.url, client);
+      console.log(`  (${name}: ${fmt((performance.now() - t) / 1000, 1)} s)\n`);
     }
-    const perAppend = (median(append) * 1000) / APPENDS;
-    const perPlain = (median(plain) * 1000) / APPENDS;
-
-    const client = new SessionsClient({ server: u });
-    const s = await client.create({ name: "bench" });
-    const uid = s.metadata!.uid;
-    await client.exec({ session: uid, inputs: ["warm"] });
-    await get(`${u}/_bench/five`);
-    const turns: number[] = [];
-    const five: number[] = [];
-    for (let i = 0; i < TURNS; i++) {
-      turns.push(await timed(() => client.exec({ session: uid, inputs: [`turn ${i}`] })));
-      five.push(await timed(() => get(`${u}/_bench/five`)));
-    }
-
-    console.log("");
-    console.log(`journal append vs plain insert (${APPENDS} events of ~300 B per call, median of ${ROUNDS} rounds)`);
-    console.log(`  hash-chained append   ${perAppend.toFixed(1).padStart(8)} µs/event`);
-    console.log(`  plain SQLite insert   ${perPlain.toFixed(1).padStart(8)} µs/event`);
-    console.log(`  ratio                 ${(perAppend / perPlain).toFixed(2).padStart(8)} x`);
-    console.log("");
-    console.log(`echo turn over HTTP vs bare five-row request (median of ${TURNS})`);
-    console.log(`  echo turn (Exec)      ${median(turns).toFixed(2).padStart(8)} ms`);
-    console.log(`  bare 5-row request    ${median(five).toFixed(2).padStart(8)} ms`);
-    console.log(`  ratio                 ${(median(turns) / median(five)).toFixed(2).padStart(8)} x`);
-
-    await runForkBench(u);
   } finally {
     await server.dispose();
   }

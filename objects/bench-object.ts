@@ -65,6 +65,43 @@ export class BenchObject extends DurableObject<Env> {
   five(): number {
     return this.plain(5, 40);
   }
+
+  /**
+   * The floor of Replay: makes sure this object holds `n` rows of `size` bytes (written on first
+   * use), then reads all of them and returns their bytes, concatenated.
+   */
+  read(n: number, size: number): Uint8Array {
+    this._db.query("CREATE TABLE IF NOT EXISTS readrows (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+    const have = Number(this._db.query<{ n: number }>("SELECT count(*) AS n FROM readrows")[0]!.n);
+    if (have < n) {
+      const body = new Uint8Array(size).fill(120);
+      this._db.transaction(() => {
+        for (let i = have + 1; i <= n; i++) this._db.query("INSERT INTO readrows (seq, body) VALUES (?, ?)", i, body);
+      });
+    }
+    const rows = this._db.query<{ body: Uint8Array }>("SELECT body FROM readrows WHERE seq <= ? ORDER BY seq", n);
+    let total = 0;
+    for (const r of rows) total += r.body.length;
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const r of rows) {
+      out.set(r.body, at);
+      at += r.body.length;
+    }
+    return out;
+  }
+
+  /** The floor of a fork's copy: `n` rows of `size` bytes inserted in one transaction (then removed). */
+  insertFloor(n: number, size: number): number {
+    this._db.query("CREATE TABLE IF NOT EXISTS floorrows (seq INTEGER PRIMARY KEY, prev_hash TEXT, hash TEXT, fence INTEGER, event BLOB)");
+    const body = new Uint8Array(size).fill(120);
+    const hash = "0".repeat(64);
+    this._db.transaction(() => {
+      for (let i = 1; i <= n; i++) this._db.query("INSERT INTO floorrows (seq, prev_hash, hash, fence, event) VALUES (?, ?, ?, ?, ?)", i, hash, hash, 1, body);
+    });
+    this._db.query("DELETE FROM floorrows");
+    return n;
+  }
 }
 
 function sampleEvent(textBytes: number): Event {

@@ -16,6 +16,7 @@ import { toBinary, toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
+import { canonicalJsonOf } from "./jcs-writer.js";
 
 export { canonicalRecordString, eventToCanonicalJson } from "./canonical-json.js";
 
@@ -60,8 +61,7 @@ export function specDigest(spec: HarnessSpec): { digest: string; canonical: stri
  * model, params, messages, tools and tool_choice. Part of the journal format: see docs/journal.md.
  */
 export function modelInputHash(call: ModelCall): string {
-  const json = toJson(ModelCallSchema, { ...call, id: "", inputHash: "" }, JSON_OPTIONS);
-  return sha256Hex(jcs(json));
+  return sha256Hex(canonicalJsonOf(ModelCallSchema, { ...call, id: "", inputHash: "" }));
 }
 
 export function sha256Hex(s: string | Uint8Array): string {

@@ -10,6 +10,7 @@
 import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
+import { canonicalJsonOf } from "./jcs-writer.js";
 
 /** proto3-JSON options pinned by the contract (docs/journal.md): proto names, enum names, unpopulated omitted. */
 export const CANONICAL_JSON_OPTIONS = { useProtoFieldName: true } as const;
@@ -19,8 +20,17 @@ export function eventToCanonicalJson(event: Event): JsonValue {
   return toJson(EventSchema, event, CANONICAL_JSON_OPTIONS);
 }
 
-/** The exact UTF-8 string that is SHA-256'd for one record. */
+/**
+ * The exact UTF-8 string that is SHA-256'd for one record: the object's keys are already in JCS
+ * order (event, prev_hash, seq), and the event's text comes from the schema-driven writer
+ * (jcs-writer.ts), which gives what `jcs(eventToCanonicalJson(event))` gives, faster.
+ */
 export function canonicalRecordString(event: Event, prevHash: string, seq: bigint): string {
+  return `{"event":${canonicalJsonOf(EventSchema, event)},"prev_hash":${JSON.stringify(prevHash)},"seq":"${seq}"}`;
+}
+
+/** The same string through toJson and canonicalize: the reference the fast path is tested against. */
+export function canonicalRecordStringReference(event: Event, prevHash: string, seq: bigint): string {
   return jcs({ event: eventToCanonicalJson(event), prev_hash: prevHash, seq: seq.toString() });
 }
 
