@@ -135,6 +135,11 @@ export class SessionObject extends DurableObject<Env> {
     await this._host.alarm();
   }
 
+  /** Replay's answer as one byte stream of enveloped LogRecords (objects/session/record-stream.ts). */
+  replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
+    return this._host.replay(from, to);
+  }
+
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {
     return this._host.read(from, to, limit);
   }

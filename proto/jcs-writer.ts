@@ -37,7 +37,7 @@ function writeMessage(desc: DescMessage, msg: Record<string, unknown>): string {
   let out = "{";
   let first = true;
   for (const f of fieldsOf(desc)) {
-    const v = valueOf(f, msg);
+    const v = setValueOf(f, msg);
     if (v === undefined) continue;
     const text = writeField(f, v);
     if (text === undefined) continue;
@@ -48,7 +48,7 @@ function writeMessage(desc: DescMessage, msg: Record<string, unknown>): string {
 }
 
 /** The field's value when it is set (proto3 presence), else undefined. */
-function valueOf(f: DescField, msg: Record<string, unknown>): unknown {
+function setValueOf(f: DescField, msg: Record<string, unknown>): unknown {
   if (f.oneof) {
     const sel = msg[f.oneof.localName] as { case?: string; value?: unknown } | undefined;
     return sel?.case === f.localName ? sel.value : undefined;

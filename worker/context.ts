@@ -34,6 +34,11 @@ export function principalOf(ctx: HandlerContext): Principal {
   return p;
 }
 
+/** Whether the caller speaks a binary encoding (Connect or gRPC-Web protobuf), not JSON. */
+export function wantsBinary(ctx: HandlerContext): boolean {
+  return !(ctx.requestHeader.get("content-type") ?? "").includes("json");
+}
+
 export function noteSession(ctx: HandlerContext, uid: string): void {
   const f = ctx.values.get(logFieldsKey);
   if (f && !f.session) f.session = uid;

@@ -31,7 +31,7 @@ const routes = {
     const ui = req.method === "GET" ? serveUi(url.pathname) : undefined;
     if (ui) return ui;
     const handler = handlers.get(url.pathname);
-    if (handler) return serveRpcRequest(handler, req, auth, guards.limits, guards);
+    if (handler) return serveRpcRequest(env, handler, req, auth, guards.limits, guards);
     if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env, auth);
     // Anything else answers an unauthenticated caller the same way, so no route is revealed to it.
     const who = await auth.authenticate(req);

@@ -21,15 +21,21 @@
 import { Code, type ContextValues, createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { HostLimits } from "../objects/config.js";
+import type { Env } from "../objects/index.js";
+import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { randomHex } from "../proto/ids.js";
 import { type Authenticator, refuseRole } from "./auth/index.js";
 import { callerKey } from "./context.js";
 import type { LimitGuards } from "./limits.js";
 import { refusalFor, refuseMalformed } from "./request-check.js";
 import { logRpc } from "./request-log.js";
+import { serveBinaryReplay } from "./record-stream-route.js";
 import { serveRpc } from "./router.js";
 
+const REPLAY = Sessions.method.replay;
+
 export async function serveRpcRequest(
+  env: Env,
   handler: UniversalHandler,
   req: Request,
   auth: Authenticator,
@@ -67,6 +73,11 @@ export async function serveRpcRequest(
   if (malformed) {
     logRpc({ requestId, tenant, session: "", operation: method.name, code: malformed.code, durationMs: Date.now() - started });
     return malformed.response;
+  }
+  // A binary Replay is relayed as the session object's own byte stream (record-stream-route.ts).
+  if (method === REPLAY) {
+    const fast = await serveBinaryReplay(env, request, body, { tenant: p.tenant, requestId });
+    if (fast) return fast;
   }
   const values: ContextValues = createContextValues();
   values.set(callerKey, { tenant: p.tenant, requestId, principal: p });

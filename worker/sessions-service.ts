@@ -21,7 +21,8 @@ import { hostConfig } from "../objects/config.js";
 import { directoryStub, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
 import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
 import { recordedIdentity } from "./auth/index.js";
-import { callerOf, noteSession, principalOf } from "./context.js";
+import { binaryPassthrough, logRecordWithEventBytes } from "../proto/passthrough.js";
+import { callerOf, noteSession, principalOf, wantsBinary } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
 import { forkSession } from "./fork.js";
 import { checkStructDepth, type LimitGuards } from "./limits.js";
@@ -78,6 +79,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const body: ExecRequest = { ...req, session: uid };
       const tenant = callerOf(ctx).tenant;
       const decoder = new FrameDecoder();
+      const binary = wantsBinary(ctx);
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
         const start = await sessionStub(env, tenant, uid).exec(toBinary(ExecRequestSchema, body), callerOf(ctx).requestId);
@@ -88,7 +90,8 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
           if (done) break;
           for (const f of decoder.push(value)) {
             if (f.kind === "failure") throw connectErrorFrom(f.failure);
-            yield fromBinary(ExecUpdateSchema, f.bytes);
+            // Binary callers get the object's bytes as they are; JSON needs them decoded.
+            yield binary ? binaryPassthrough(ExecUpdateSchema, f.bytes) : fromBinary(ExecUpdateSchema, f.bytes);
           }
         }
       } finally {
@@ -101,18 +104,22 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
       const stub = sessionStub(env, callerOf(ctx).tenant, uid);
+      const binary = wantsBinary(ctx);
       let from = req.fromSeq < 1n ? 1n : req.fromSeq;
       for (;;) {
         const r = await stub.read(from, req.toSeq, REPLAY_PAGE);
         if (!r.ok) throw connectErrorFrom(r);
         for (const rec of r.value) {
-          yield create(LogRecordSchema, {
-            seq: rec.seq,
-            prevHash: rec.prevHash,
-            contentHash: rec.hash,
-            fence: rec.fence,
-            event: fromBinary(EventSchema, rec.event),
-          });
+          // Binary callers get the stored event bytes as they are; JSON needs the event decoded.
+          yield binary
+            ? logRecordWithEventBytes(rec)
+            : create(LogRecordSchema, {
+                seq: rec.seq,
+                prevHash: rec.prevHash,
+                contentHash: rec.hash,
+                fence: rec.fence,
+                event: fromBinary(EventSchema, rec.event),
+              });
         }
         if (r.value.length < REPLAY_PAGE) return;
         from = r.value[r.value.length - 1]!.seq + 1n;

@@ -19,6 +19,7 @@ import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { States } from "./projection.js";
 import { migrateSession } from "./schema.js";
 import { SessionState, type SessionHostDeps } from "./session-state.js";
+import { recordStream } from "./record-stream.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
 import type { Delivery } from "../../runtimes/tunnel/inbox.js";
 
@@ -68,6 +69,12 @@ export class SessionHost {
     let n = 0;
     while (n < rows.length && (n === 0 || bytes + rows[n]!.event.length <= MAX_READ_BYTES)) bytes += rows[n++]!.event.length;
     return success(rows.slice(0, n));
+  }
+
+  /** Records with from <= seq <= to (to = 0: head) as enveloped LogRecords (record-stream.ts). */
+  replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
+    if (!this._s.exists()) return notFound();
+    return success(recordStream(this._s.journal, from, to));
   }
 
   exec(req: ExecRequest): Promise<ExecStart> {

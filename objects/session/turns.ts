@@ -3,7 +3,7 @@
  * @internal
  */
 import { create, toBinary } from "@bufbuild/protobuf";
-import { LogRecordSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import {
   ComputeState,
   ExecState,
@@ -399,6 +399,7 @@ function deltaRelay(out: FrameSink, executionId: string) {
   return (chunk: string, done: boolean) => out.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
 }
 
+/** The record as the stream carries it: its stored event bytes, not a re-encoding (proto/passthrough.ts). */
 function logRecordOf(r: AppendedRecord) {
-  return create(LogRecordSchema, { seq: r.seq, prevHash: r.prevHash, contentHash: r.hash, fence: r.fence, event: r.decoded });
+  return logRecordWithEventBytes(r);
 }

@@ -1,0 +1,130 @@
+/**
+ * LogRecords written straight into enveloped stream frames (a flag byte, a 4-byte big-endian
+ * length, the message), from the columns a journal stores: the encoding protobuf-es would give the
+ * decoded record (fields 1-4 as set, then the event's stored bytes as field 5), without building a
+ * message or re-encoding the event. Connect streaming and gRPC-Web share this framing. The session
+ * object batches many records per chunk for Replay and Tail (objects/session/record-stream.ts).
+ * Tested against toBinary in test/node/proto/record-envelopes.test.ts.
+ */
+
+export interface RecordColumns {
+  seq: bigint;
+  prevHash: string;
+  hash: string;
+  fence: bigint;
+  event: Uint8Array;
+}
+
+/** Appends enveloped LogRecords to one growing buffer; `take()` hands the bytes out and starts over. */
+export class EnvelopeWriter {
+  private _buf = new Uint8Array(64 * 1024);
+  private _len = 0;
+
+  get length(): number {
+    return this._len;
+  }
+
+  pushRecord(r: RecordColumns): void {
+    const size = recordSize(r);
+    this._reserve(5 + size);
+    const b = this._buf;
+    let at = this._len;
+    b[at] = 0;
+    b[at + 1] = size >>> 24;
+    b[at + 2] = (size >>> 16) & 0xff;
+    b[at + 3] = (size >>> 8) & 0xff;
+    b[at + 4] = size & 0xff;
+    at += 5;
+    if (r.seq !== 0n) {
+      b[at++] = 0x08;
+      at = varint(b, at, r.seq);
+    }
+    at = ascii(b, at, 0x12, r.prevHash);
+    at = ascii(b, at, 0x1a, r.hash);
+    if (r.fence !== 0n) {
+      b[at++] = 0x20;
+      at = varint(b, at, r.fence);
+    }
+    b[at++] = 0x2a;
+    at = varint(b, at, BigInt(r.event.length));
+    b.set(r.event, at);
+    this._len = at + r.event.length;
+  }
+
+  take(): Uint8Array {
+    const out = this._buf.slice(0, this._len);
+    this._len = 0;
+    return out;
+  }
+
+  private _reserve(n: number): void {
+    if (this._len + n <= this._buf.length) return;
+    const next = new Uint8Array(Math.max(this._buf.length * 2, this._len + n));
+    next.set(this._buf.subarray(0, this._len));
+    this._buf = next;
+  }
+}
+
+function recordSize(r: RecordColumns): number {
+  let n = 0;
+  if (r.seq !== 0n) n += 1 + varintSize(r.seq);
+  if (r.prevHash !== "") n += 1 + varintSize(BigInt(r.prevHash.length)) + r.prevHash.length;
+  if (r.hash !== "") n += 1 + varintSize(BigInt(r.hash.length)) + r.hash.length;
+  if (r.fence !== 0n) n += 1 + varintSize(r.fence);
+  return n + 1 + varintSize(BigInt(r.event.length)) + r.event.length;
+}
+
+/** A string field of ASCII characters (hex hashes); omitted when empty, as proto3 omits it. */
+function ascii(b: Uint8Array, at: number, tag: number, s: string): number {
+  if (s === "") return at;
+  b[at++] = tag;
+  at = varint(b, at, BigInt(s.length));
+  for (let i = 0; i < s.length; i++) b[at++] = s.charCodeAt(i);
+  return at;
+}
+
+function varintSize(v: bigint): number {
+  let n = 1;
+  for (let x = v >> 7n; x > 0n; x >>= 7n) n++;
+  return n;
+}
+
+function varint(b: Uint8Array, at: number, v: bigint): number {
+  // Non-negative values only (seqs, fences, lengths): the journal never stores a negative one.
+  let x = Number(v);
+  if (x < 2 ** 31) {
+    while (x > 0x7f) {
+      b[at++] = (x & 0x7f) | 0x80;
+      x >>>= 7;
+    }
+    b[at++] = x;
+    return at;
+  }
+  let y = v;
+  while (y > 0x7fn) {
+    b[at++] = Number(y & 0x7fn) | 0x80;
+    y >>= 7n;
+  }
+  b[at++] = Number(y);
+  return at;
+}
+
+/** A Connect end-of-stream frame: `{}` when the stream ended well, else its error. */
+export function connectEndFrame(error?: { code: string; message: string }): Uint8Array {
+  const body = new TextEncoder().encode(JSON.stringify(error ? { error } : {}));
+  return frame(0x02, body);
+}
+
+/** A gRPC-Web trailer frame carrying the status (0 when the stream ended well). */
+export function grpcWebTrailerFrame(code: number, message = ""): Uint8Array {
+  const text = `grpc-status: ${code}\r\n${message ? `grpc-message: ${encodeURIComponent(message)}\r\n` : ""}`;
+  return frame(0x80, new TextEncoder().encode(text));
+}
+
+function frame(flags: number, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + payload.length);
+  out[0] = flags;
+  new DataView(out.buffer).setUint32(1, payload.length);
+  out.set(payload, 5);
+  return out;
+}

@@ -1,0 +1,42 @@
+/** proto/record-envelopes.ts: each envelope holds exactly what toBinary gives the decoded LogRecord. */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { userText } from "../../../proto/messages.js";
+import { EnvelopeWriter } from "../../../proto/record-envelopes.js";
+
+describe("record envelopes", () => {
+  it("EnvelopeWriter: seqs and fences of every size, genesis and later links, empty and large events encode like toBinary", () => {
+    const w = new EnvelopeWriter();
+    const expected: Uint8Array[] = [];
+    const cases: [bigint, string, bigint, number][] = [
+      [1n, "", 1n, 0],
+      [127n, "a".repeat(64), 0n, 10],
+      [128n, "b".repeat(64), 300n, 200],
+      [16384n, "c".repeat(64), 2n ** 31n, 70_000],
+      [2n ** 40n, "d".repeat(64), 2n ** 53n + 1n, 5],
+    ];
+    for (const [seq, prevHash, fence, textLen] of cases) {
+      const event = create(EventSchema, {
+        executionId: "e",
+        kind: 3,
+        body: textLen ? { case: "message", value: userText("x".repeat(textLen)) } : { case: undefined },
+      });
+      const eventBytes = toBinary(EventSchema, event);
+      w.pushRecord({ seq, prevHash, hash: "f".repeat(64), fence, event: eventBytes });
+      expected.push(toBinary(LogRecordSchema, create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event })));
+    }
+    const bytes = w.take();
+    let at = 0;
+    for (const want of expected) {
+      expect(bytes[at]).toBe(0);
+      const len = new DataView(bytes.buffer, bytes.byteOffset + at + 1, 4).getUint32(0);
+      const got = bytes.subarray(at + 5, at + 5 + len);
+      expect(got).toEqual(want);
+      fromBinary(LogRecordSchema, got);
+      at += 5 + len;
+    }
+    expect(at).toBe(bytes.length);
+    expect(w.length).toBe(0);
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Replay in a binary encoding, served as the session object's own byte stream (issue 12: "serve
+ * stored records without decoding them ... write many envelopes per chunk"): the object writes
+ * every LogRecord straight into Connect / gRPC-Web envelopes, many per chunk
+ * (objects/session/record-stream.ts), and the Worker relays the chunks and appends the end of the
+ * stream, touching no record. Connect streaming and gRPC-Web share the envelope; only the ending
+ * differs (an end-stream frame, a trailer frame).
+ *
+ * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
+ * the size limit and request-check): anything it does not recognise as a plain binary Replay (JSON,
+ * compression, more than one envelope) goes to the router, which serves every Replay the same way
+ * with decoded messages. Both refuse in the same words; test/node/integration/record-stream.test.ts
+ * compares their answers byte for byte.
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { type Env, sessionStub } from "../objects/index.js";
+import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { numberViolation } from "../proto/numbers.js";
+import { connectEndFrame, grpcWebTrailerFrame } from "../proto/record-envelopes.js";
+import { connectErrorFrom } from "./errors.js";
+import { logRpc } from "./request-log.js";
+import { requireUid } from "./sessions-service.js";
+
+type Ending = "connect" | "grpc-web";
+
+export interface StreamCaller {
+  tenant: string;
+  requestId: string;
+}
+
+/** The Replay answer, or undefined when the router should serve this request. */
+export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+  const ct = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  const ending: Ending | undefined =
+    ct === "application/connect+proto" ? "connect" : ct === "application/grpc-web+proto" || ct === "application/grpc-web" ? "grpc-web" : undefined;
+  if (!ending) return undefined;
+  const encoding = req.headers.get(ending === "connect" ? "connect-content-encoding" : "grpc-encoding");
+  if (encoding && encoding !== "identity") return undefined;
+  // Exactly one plain envelope: anything else is the router's to judge.
+  if (body.length < 5 || body[0] !== 0) return undefined;
+  const len = new DataView(body.buffer, body.byteOffset + 1, 4).getUint32(0);
+  if (5 + len !== body.length) return undefined;
+  let request;
+  try {
+    request = fromBinary(ReplayRequestSchema, body.subarray(5));
+  } catch {
+    return undefined;
+  }
+
+  const started = Date.now();
+  let session = "";
+  const headers = { "content-type": ct };
+  const log = (code: Code | undefined) =>
+    logRpc({ requestId: caller.requestId, tenant: caller.tenant, session, operation: "Replay", code, durationMs: Date.now() - started });
+  const fail = (e: ConnectError) => {
+    log(e.code);
+    const end = ending === "connect" ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : grpcWebTrailerFrame(e.code, e.rawMessage);
+    return new Response(end, { status: 200, headers });
+  };
+
+  const bad = numberViolation(ReplayRequestSchema, request);
+  if (bad) return fail(new ConnectError(`${bad}; nothing was done`, Code.InvalidArgument));
+  try {
+    session = requireUid(request.session, "session");
+  } catch (e) {
+    return fail(ConnectError.from(e));
+  }
+  const r = await sessionStub(env, caller.tenant, session).replay(request.fromSeq, request.toSeq);
+  if (!r.ok) return fail(connectErrorFrom(r));
+  const end = new TransformStream<Uint8Array, Uint8Array>({
+    flush(ctl) {
+      ctl.enqueue(ending === "connect" ? connectEndFrame() : grpcWebTrailerFrame(0));
+      log(undefined);
+    },
+  });
+  return new Response(r.value.pipeThrough(end), { status: 200, headers });
+}
