@@ -210,6 +210,13 @@ describe("memory tier: fork", () => {
     await host.client.resume(p.uid);
     expect(await say(p.uid)).toEqual(["4"]);
     for (const uid of [p.uid, ...uids]) expect(await host.client.verify(uid)).toMatchObject({ chainOk: true });
+
+    // A child's Delete stops its clone and releases its tag (the retention pin on the parent's copy).
+    await host.client.delete(uids[0]!);
+    expect(stack.standin.actor(uids[0]!)).toBeUndefined();
+    expect(stack.standin.tag(`fork-${uids[0]}`)).toBeUndefined();
+    expect(stack.standin.actor(uids[1]!)?.state).toBe(ActorState.RUNNING);
+    expect(await say(uids[1]!)).toEqual(["5"]);
   });
 
   it("fork (§8.16 #143, §8.17 #171): at a historical seq it is FAILED_PRECONDITION saying why, with no fence minted, no ateapi call and no child; the parent stays usable", async () => {

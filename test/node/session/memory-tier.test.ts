@@ -184,3 +184,20 @@ describe("memory-tier fork, the parent's side", () => {
     expect(backend.calls.slice(at, at + 3)).toEqual(["describe", "dialback self", `create ${childUid}`]);
   });
 });
+
+describe("delete on a runtime backend", () => {
+  it("delete: stops the session's compute on its backend before erasing; a backend that cannot stop it refuses the Delete and nothing is erased", async () => {
+    const { fx, backend, uid } = await parentWithTwoTurns();
+    backend.failStop(new ConnectError("runtime http://bridge Stop: unreachable (retryable)", Code.Unavailable));
+    const refused = await fx.host.delete(async () => undefined);
+    expect(refused).toMatchObject({ ok: false, reason: "harness_unavailable" });
+    expect(!refused.ok && refused.message).toContain("nothing was deleted");
+    expect(session(fx.host).lastSeq).toBe(8n);
+
+    let tombstoned = false;
+    expect(await fx.host.delete(async () => void (tombstoned = true))).toMatchObject({ ok: true });
+    expect(tombstoned).toBe(true);
+    expect(backend.calls.filter((c) => c.startsWith("stop"))).toEqual([`stop ${uid}`, `stop ${uid}`]);
+    expect(fx.host.get()).toMatchObject({ ok: false, reason: "session_not_found" });
+  });
+});

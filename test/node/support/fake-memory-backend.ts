@@ -34,6 +34,8 @@ export interface FakeMemoryBackend {
   failForkMany(error: ConnectError): void;
   /** Makes the next memory Restore fail with this error. */
   failRestore(error: ConnectError): void;
+  /** Makes the next Stop fail with this error. */
+  failStop(error: ConnectError): void;
   /** The harness's in-memory count (one for every session here: the fake does not clone memory). */
   counts: { value: number };
 }
@@ -44,6 +46,7 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
   const counts = { value: 0 };
   let forkError: ConnectError | undefined;
   let restoreError: ConnectError | undefined;
+  let stopError: ConnectError | undefined;
   let snapshots = 0;
   const inc = (uid: string) => ({ id: uid, worker: "actor", address: "", runtime: "fake-substrate", fence: 0n });
   const harness: Harness = {
@@ -92,7 +95,14 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
         }
         return children.map((c) => inc(c.sessionUid));
       },
-      stop: async (i) => void calls.push(`stop ${i.id}`),
+      stop: async (i) => {
+        calls.push(`stop ${i.id}`);
+        if (stopError) {
+          const e = stopError;
+          stopError = undefined;
+          throw e;
+        }
+      },
       status: async () => ComputeState.COMPUTE_LIVE,
     };
   };
@@ -104,5 +114,6 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
     counts,
     failForkMany: (e) => void (forkError = e),
     failRestore: (e) => void (restoreError = e),
+    failStop: (e) => void (stopError = e),
   };
 }
