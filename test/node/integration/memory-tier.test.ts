@@ -97,7 +97,7 @@ async function expectNoChildren(parent: { uid: string; project: string }, childr
 }
 
 describe("memory tier: suspend and resume", () => {
-  it("substrate (§8.16 #154, §8.18 #194): Suspend keeps a cold actor with its snapshot, Resume restores it and the counter continues at N+1; records START…END, SUSPEND, RESUME, START…END; ateapi create, resume, suspend, resume (no delete)", async () => {
+  it("substrate: Suspend keeps a cold actor with its snapshot, Resume restores it and the counter continues at N+1; records START…END, SUSPEND, RESUME, START…END; ateapi create, resume, suspend, resume, no delete (§8.16 #154, §8.18 #194)", async () => {
     const p = await counterAt(2);
     const suspended = await host.client.suspend(p.uid);
     expect(suspended.computeState).toBe(ComputeState.COMPUTE_COLD);
@@ -143,7 +143,7 @@ describe("memory tier: suspend and resume", () => {
     expect(stack.standin.actor(p.uid)).toBeUndefined();
   });
 
-  it("resume (fault: ABORTED on ResumeActor): a held lease is UNAVAILABLE with nothing written; once it is free the same Resume restores the counter", async () => {
+  it("resume with ABORTED on ResumeActor: a held lease is UNAVAILABLE with nothing written; once it is free the same Resume restores the counter", async () => {
     const p = await counterAt(2);
     await host.client.suspend(p.uid);
     const before = (await host.client.get(p.uid)).lastSeq;
@@ -160,7 +160,7 @@ describe("memory tier: suspend and resume", () => {
 });
 
 describe("memory tier: fork", () => {
-  it("fork (§8.16 #142, #145, §8.18 #194): checkpoints the parent once and clones each child from its own tag; every child holds the prefix plus FORK, verifies and answers N+1; so does the resumed parent", async () => {
+  it("fork: checkpoints the parent once and clones each child from its own tag; every child holds the prefix plus FORK, verifies and answers N+1; so does the resumed parent; a child's Delete releases its tag (§8.16 #142, #145, §8.18 #194)", async () => {
     const p = await counterAt(3);
     const head = (await host.client.get(p.uid)).lastSeq;
     const from = stack.standin.calls.length;
@@ -219,7 +219,7 @@ describe("memory tier: fork", () => {
     expect(await say(uids[1]!)).toEqual(["5"]);
   });
 
-  it("fork (§8.16 #143, §8.17 #171): at a historical seq it is FAILED_PRECONDITION saying why, with no fence minted, no ateapi call and no child; the parent stays usable", async () => {
+  it("fork: at a historical seq it is FAILED_PRECONDITION saying why, with no fence minted, no ateapi call and no child; the parent stays usable (§8.16 #143, §8.17 #171)", async () => {
     const p = await counterAt(2);
     const from = stack.standin.calls.length;
     const e = await rejection(host.client.fork(p.uid, { at: 4n, count: 2 }));
@@ -242,7 +242,7 @@ describe("memory tier: fork", () => {
     expect((await host.client.get(p.uid)).lastSeq).toBe(4n);
   });
 
-  it("fork (§8.16 #148, fault: step 2 of the clones fails): nothing of the fan-out is left, and the parent keeps its checkpoint", async () => {
+  it("fork with step 2 of the clones failing: nothing of the fan-out is left, and the parent keeps its checkpoint (§8.16 #148)", async () => {
     const p = await counterAt(2);
     const from = stack.standin.calls.length;
     stack.standin.faults.fail({ method: "CreateActor", code: Code.Internal, match: (s) => s !== p.uid, nth: 2 });
@@ -254,7 +254,7 @@ describe("memory tier: fork", () => {
     await expectNoChildren(p, tried);
   });
 
-  it("fork (fault: RESOURCE_EXHAUSTED on a clone's CreateActor): UNAVAILABLE, retryable; nothing is left; a retry at the new head forks", async () => {
+  it("fork with RESOURCE_EXHAUSTED on a clone's CreateActor: UNAVAILABLE, retryable; nothing is left; a retry at the new head forks", async () => {
     const p = await counterAt(2);
     const from = stack.standin.calls.length;
     stack.standin.faults.fail({ method: "CreateActor", code: Code.ResourceExhausted, match: (s) => s !== p.uid, message: "no free workers available" });
@@ -267,7 +267,7 @@ describe("memory tier: fork", () => {
     for (const c of children) expect(await say(c.metadata!.uid)).toEqual(["3"]);
   });
 
-  it("fork (fault: ABORTED on every clone's ResumeActor): the bridge's retries run out, nothing is left", async () => {
+  it("fork with ABORTED on every clone's ResumeActor: the bridge's retries run out, nothing is left", async () => {
     const p = await counterAt(1);
     const from = stack.standin.calls.length;
     stack.standin.faults.fail({ method: "ResumeActor", code: Code.Aborted, match: (s) => s !== p.uid, times: Number.POSITIVE_INFINITY });
@@ -276,7 +276,7 @@ describe("memory tier: fork", () => {
     await expectNoChildren(p, attemptedChildren(from));
   });
 
-  it("fork (fault: the parent woken and suspended again before its tag): FAILED_PRECONDITION naming the superseded snapshot; nothing is left; a fork at the new head then clones the parent", async () => {
+  it("fork with the parent woken and suspended again before its tag: FAILED_PRECONDITION naming the superseded snapshot; nothing is left; a fork at the new head then clones the parent", async () => {
     const p = await counterAt(2);
     const recorded = stack.standin.actor(p.uid)!;
     const from = stack.standin.calls.length;
@@ -296,7 +296,7 @@ describe("memory tier: fork", () => {
 });
 
 describe("memory tier: a stateless harness on the bridge", () => {
-  it("substrate (§8.18 #196): echo on an actor replays byte-identically with zero model calls and a verifying chain; a historical-seq fork of the counter is refused and leaves it usable", async () => {
+  it("substrate: echo on an actor replays byte-identically with zero model calls and a verifying chain; a historical-seq fork of the counter is refused and leaves it usable (§8.18 #196)", async () => {
     const s = await host.client.create({ harness: "sub-echo", project: `mem-${++projects}` });
     const uid = s.metadata!.uid;
     expect((await host.client.exec({ session: uid, inputs: ["one"] })).outputs).toEqual(["echo:one"]);

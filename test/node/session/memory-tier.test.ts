@@ -16,7 +16,8 @@ import { mintSessionUid } from "../../../proto/ids.js";
 import { textOf, userText } from "../../../proto/messages.js";
 import type { SessionHost } from "../../../objects/session/session-host.js";
 import { fakeMemoryBackend, type FakeMemoryBackend } from "../support/fake-memory-backend.js";
-import { createSession, drain, execReq, setup, sessionOf as session, stateOf } from "../support/session-fixture.js";
+import { lifecycleEvent } from "../../../objects/session/lifecycle.js";
+import { createSession, drain, execReq, inject, setup, sessionOf as session, stateOf } from "../support/session-fixture.js";
 
 function journal(host: SessionHost) {
   const r = host.read(1n, 0n, 10_000);
@@ -56,7 +57,7 @@ async function parentWithTwoTurns() {
 }
 
 describe("memory-tier suspend and resume", () => {
-  it("resume (§8.16 #154): restores the recorded memory snapshot on the runtime admission described, appends RESUME, and the next turn gets an empty history", async () => {
+  it("resume: restores the recorded memory snapshot on the runtime admission described, appends RESUME, and the next turn gets an empty history (§8.16 #154)", async () => {
     const { fx, backend, uid } = await parentWithTwoTurns();
     const suspended = await fx.host.suspend();
     expect(suspended).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_COLD } });
@@ -99,7 +100,7 @@ describe("memory-tier suspend and resume", () => {
 });
 
 describe("memory-tier fork, the parent's side", () => {
-  it("fork (§8.16 #143): a memory-tier session forks only at its head: a historical at_seq is refused with nothing but a Describe, no fence minted and nothing written", async () => {
+  it("fork: a memory-tier session forks only at its head: a historical at_seq is refused with nothing but a Describe, no fence minted and nothing written (§8.16 #143)", async () => {
     const { fx, backend } = await parentWithTwoTurns();
     const fence = stateOf(fx.host).journal.fence();
     const at = backend.calls.length;
@@ -114,7 +115,7 @@ describe("memory-tier fork, the parent's side", () => {
     expect(await fx.host.forkSource(8n)).toMatchObject({ ok: true, value: { atSeq: 8n, memory: true } });
   });
 
-  it("fork (§8.16 #142, #145): the parent is checkpointed once, SUSPEND with CAS on the fork seq, and every child is cloned from that one snapshot with its own dialback", async () => {
+  it("fork: the parent is checkpointed once, SUSPEND with CAS on the fork seq, and every child is cloned from that one snapshot with its own dialback (§8.16 #142, #145)", async () => {
     const { fx, backend, uid } = await parentWithTwoTurns();
     const kids = [mintSessionUid(), mintSessionUid(), mintSessionUid()];
     const at = backend.calls.length;
@@ -140,6 +141,17 @@ describe("memory-tier fork, the parent's side", () => {
     expect(await fx.host.forkClone(8n, [mintSessionUid()])).toMatchObject({ ok: false, reason: "session_busy" });
     stateOf(fx.host).release(live);
     expect(session(fx.host).lastSeq).toBe(8n);
+  });
+
+  it("fork: a writer that commits to the parent while its checkpoint is taken aborts the fork: ABORTED, no SUSPEND, no clone (§8.16 #147)", async () => {
+    const { fx, backend } = await parentWithTwoTurns();
+    backend.duringSnapshot(() => inject(fx.host, [lifecycleEvent(Lifecycle_Kind.LIFECYCLE_BASELINE)]));
+    const r = await fx.host.forkClone(8n, [mintSessionUid()]);
+    expect(r).toMatchObject({ ok: false, reason: "cas_conflict" });
+    expect(!r.ok && r.message).toContain("the parent advanced to seq 9 after the fork chose seq 8");
+    expect(backend.calls.some((c) => c.startsWith("forkMany"))).toBe(false);
+    expect(kindsOf(fx.host).at(-1)).toBe("LIFECYCLE");
+    expect(lastLifecycle(fx.host)?.kind).toBe(Lifecycle_Kind.LIFECYCLE_BASELINE);
   });
 
   it("fork: a clone whose outcome is unknown stops every child; a refused one names the snapshot; either way the parent keeps its checkpoint and its chain verifies", async () => {

@@ -36,6 +36,8 @@ export interface FakeMemoryBackend {
   failRestore(error: ConnectError): void;
   /** Makes the next Stop fail with this error. */
   failStop(error: ConnectError): void;
+  /** Runs while the next EXTERNAL snapshot is being taken (a writer racing the checkpoint). */
+  duringSnapshot(f: () => void): void;
   /** The harness's in-memory count (one for every session here: the fake does not clone memory). */
   counts: { value: number };
 }
@@ -47,6 +49,7 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
   let forkError: ConnectError | undefined;
   let restoreError: ConnectError | undefined;
   let stopError: ConnectError | undefined;
+  let racer: (() => void) | undefined;
   let snapshots = 0;
   const inc = (uid: string) => ({ id: uid, worker: "actor", address: "", runtime: "fake-substrate", fence: 0n });
   const harness: Harness = {
@@ -80,6 +83,9 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
       snapshot: async (i, kind) => {
         calls.push(`snapshot ${kind} ${i.id}`);
         if (kind === "LOCAL") throw new ConnectError("no warm state", Code.FailedPrecondition);
+        const race = racer;
+        racer = undefined;
+        race?.();
         return create(SnapshotRefSchema, { local: i.id, externalUri: `fake://snapshots/${++snapshots}`, memory: true });
       },
       fork: async () => {
@@ -115,5 +121,6 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
     failForkMany: (e) => void (forkError = e),
     failRestore: (e) => void (restoreError = e),
     failStop: (e) => void (stopError = e),
+    duringSnapshot: (f) => void (racer = f),
   };
 }
