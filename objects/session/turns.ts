@@ -103,13 +103,17 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
     const served = await s.served(harness);
     // The gate, the live re-check and the recovery describe each harness once between them.
     const describe = cachedDescriber(s.describer());
+    // The runtime the recovery's CanPlace asks: the one admission described (below), else built in.
+    let runtime: Runtime | undefined;
     // BEHAVIOUR.md §6.1 Resume: guard → gate → Restore → re-check; a refusal touches no compute
     // and writes nothing (checklist §8.16 #149, #151).
     if (served?.runtime) {
       // The admitted harness's runtime is the one whose capabilities admission fetched: the
-      // placement and the live re-check must gate on that one (a fresh client knows none yet).
+      // placement, the live re-check and the recovery must gate on that one (a fresh client
+      // knows none yet, so it would refuse a memory-snapshot harness).
       const admitted = await s.admit(harness);
       if (!admitted.ok) return admitted;
+      runtime = admitted.value.served.runtime;
       // From the session's own SUSPEND ref: for the memory tier it names the snapshot to restore.
       const placed = await s.ensurePlaced(harness, admitted.value.served, ownSuspendRef(s));
       if (!placed.ok) return placed;
@@ -128,7 +132,7 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
       () => (fence = s.journal.mintFence()),
       () => undefined,
       undefined,
-      { describe, runtime: served?.runtime },
+      { describe, runtime },
     );
     if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
       // The recovered turn reached a new gate: it is parked again, and cold.

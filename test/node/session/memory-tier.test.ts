@@ -97,6 +97,17 @@ describe("memory-tier suspend and resume", () => {
     expect(!r.ok && r.message).toContain("is gone");
     expect(session(fx.host)).toMatchObject({ lastSeq: before, computeState: ComputeState.COMPUTE_COLD });
   });
+
+  it("resume: a failed turn of a memory-tier harness is re-driven with CanPlace on the runtime admission described, not refused as unplaceable", async () => {
+    const { fx, backend } = await parentWithTwoTurns();
+    backend.crashNext();
+    const failed = await drain(fx.host.exec(execReq({ inputs: [userText("c")] })));
+    expect(failed.failure?.reason).toBe("turn_failed");
+    const resumed = await fx.host.resume();
+    expect(resumed).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_LIVE } });
+    expect(kindsOf(fx.host).slice(8)).toEqual(["EXECUTION_START", "INPUT", "ERROR", "OUTPUT", "END", "LIFECYCLE"]);
+    expect(backend.counts.value).toBe(3);
+  });
 });
 
 describe("memory-tier fork, the parent's side", () => {

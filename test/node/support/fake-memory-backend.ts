@@ -38,6 +38,8 @@ export interface FakeMemoryBackend {
   failStop(error: ConnectError): void;
   /** Runs while the next EXTERNAL snapshot is being taken (a writer racing the checkpoint). */
   duringSnapshot(f: () => void): void;
+  /** The harness's next run throws before it outputs anything (a turn that fails). */
+  crashNext(): void;
   /** The harness's in-memory count (one for every session here: the fake does not clone memory). */
   counts: { value: number };
 }
@@ -50,11 +52,16 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
   let restoreError: ConnectError | undefined;
   let stopError: ConnectError | undefined;
   let racer: (() => void) | undefined;
+  let crash = false;
   let snapshots = 0;
   const inc = (uid: string) => ({ id: uid, worker: "actor", address: "", runtime: "fake-substrate", fence: 0n });
   const harness: Harness = {
     describe: () => MEMORY_DESCRIPTOR,
     async run(start, sink) {
+      if (crash) {
+        crash = false;
+        throw new Error("the harness crashed");
+      }
       counts.value++;
       await sink.output(`${counts.value} history=${start.history.length}`);
     },
@@ -122,5 +129,6 @@ export function fakeMemoryBackend(): FakeMemoryBackend {
     failRestore: (e) => void (restoreError = e),
     failStop: (e) => void (stopError = e),
     duringSnapshot: (f) => void (racer = f),
+    crashNext: () => void (crash = true),
   };
 }
