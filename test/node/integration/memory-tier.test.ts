@@ -7,15 +7,21 @@
  * once and clones every child from that one snapshot; a historical at_seq is refused with nothing
  * touched; and faults injected in the stand-in (a failing step of the fan-out, no free worker,
  * a held lease on resume, the parent woken between the checkpoint and a tag) leave the parent's
- * chain verifying, no child listed or stored, and no tag or clone on the backend.
+ * chain verifying, no child listed or stored, and no tag or clone on the backend; an unreachable
+ * control plane is UNAVAILABLE naming its address.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { resolve } from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Lifecycle_Kind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ActorState } from "../../../proto/gen/ateapi/control_pb.js";
+import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { createHttpRuntime } from "../../../runtimes/http/index.js";
+import { loadHostedHarness, startSubstrateServer } from "../../../runtimes/substrate/index.js";
+import { freePort, ROOT } from "../../../scripts/dev-server.js";
 import { startSubstrateBackends, type SubstrateBackends } from "../../../scripts/substrate-stack.js";
 import type { FaultMethod } from "../../fixtures/ateapi/faults.js";
 import { until } from "../pod/support.js";
@@ -309,5 +315,35 @@ describe("memory tier: a stateless harness on the bridge", () => {
     const p = await counterAt(2);
     expect((await rejection(host.client.fork(p.uid, { at: 2n }))).code).toBe(Code.FailedPrecondition);
     expect(await say(p.uid)).toEqual(["3"]);
+  });
+});
+
+describe("memory tier: an unreachable control plane", () => {
+  it("exec: a bridge whose ateapi is unreachable is UNAVAILABLE naming ateapi's address; nothing is journaled", async () => {
+    const port = await freePort();
+    const lost = await startSubstrateServer({
+      ateapiUrl: `http://127.0.0.1:${port}`,
+      atespace: "agentsessions",
+      template: "counter",
+      harness: await loadHostedHarness(`counter-lost=${resolve(ROOT, "examples/harnesses/counter.ts")}`),
+      routerUrl: stack.standin.routerUrl,
+      token: TOKEN,
+      log: () => undefined,
+    });
+    try {
+      const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: host.url }));
+      await registry.registerHarness({
+        name: "counter-lost",
+        spec: { placement: { case: "httpRuntime", value: { url: lost.url } }, capabilities: { resumability: Resumability.REQUIRES_MEMORY_SNAPSHOT } },
+      });
+      const uid = (await host.client.create({ harness: "counter-lost" })).metadata!.uid;
+      const e = await rejection(host.client.exec({ session: uid, inputs: ["next"] }));
+      expect(e.code).toBe(Code.Unavailable);
+      expect(e.rawMessage).toContain(`ateapi http://127.0.0.1:${port}`);
+      expect(e.rawMessage).toContain("unreachable");
+      expect((await host.client.get(uid)).lastSeq).toBe(0n);
+    } finally {
+      await lost.close();
+    }
   });
 });
