@@ -19,7 +19,7 @@
  * and then seals every child with its FORK marker. A failure anywhere discards every child; the
  * parent's checkpoint is not rolled back: it is left COLD with its SUSPEND, and a retry forks at
  * the new head. `forkRelease` stops the clones of a fan-out that failed after they were made.
- * @internal Used by session-host.ts; tested in test/node/session/memory-fork.test.ts and, against
+ * @internal Used by session-host.ts; tested in test/node/session/memory-tier.test.ts and, against
  * the substrate bridge, test/node/integration/memory-tier.test.ts.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
