@@ -22,7 +22,7 @@ import type { StoredRecord } from "./journal/journal.js";
 import { createOpenAiChatProvider } from "./models/openai-chat.js";
 import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
-import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkSource } from "./session/session-host.js";
+import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkClone, type ForkSource } from "./session/session-host.js";
 import { timedProvider } from "./models/timed.js";
 import { createToolExecutor } from "./tools/executor.js";
 import { withRequestId } from "./request-context.js";
@@ -160,8 +160,17 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.forkSeed(records);
   }
 
-  forkFinish(atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
-    return this._host.forkFinish(atSeq, states);
+  forkFinish(atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+    return this._host.forkFinish(atSeq, states, cloned);
+  }
+
+  /** A memory fork's parent: checkpoint, then clone `children` (docs/lifecycle.md "Memory forks"). */
+  forkClone(atSeq: bigint, children: string[], requestId = ""): Promise<Outcome<ForkClone>> {
+    return withRequestId(requestId, () => this._host.forkClone(atSeq, children));
+  }
+
+  forkRelease(children: string[], requestId = ""): Promise<void> {
+    return withRequestId(requestId, () => this._host.forkRelease(children));
   }
 
   forkDiscard(): Promise<void> {

@@ -195,7 +195,9 @@ export class SessionsClient {
 
   /**
    * Fork (BEHAVIOUR.md §4.7): children whose journals are the parent's records 1..at verbatim plus
-   * a LIFECYCLE(FORK, "parent@<at>") marker. The parent is untouched; all children or none.
+   * a LIFECYCLE(FORK, "parent@<at>") marker; all children or none. The parent is untouched, unless
+   * its harness keeps its state in memory: then the fork is at the head only, the parent is
+   * checkpointed (a SUSPEND) and every child is a clone of its memory (docs/lifecycle.md).
    */
   async fork(uid: string, o: ForkOptions = {}): Promise<Session[]> {
     const r = await this.raw.fork({

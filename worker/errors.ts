@@ -23,6 +23,10 @@ export function codeFor(reason: FailureReason): Code {
     // "CanPlace refusal (ErrUnplaceable), ... invalid/ambiguous execution log, incomplete
     // invocation, ... harness/version mismatch"; and a divergence (listed for Suspend/Resume)
     case "unplaceable":
+    // "memory fork at historical seq"; and a memory snapshot the backend can no longer restore or
+    // clone (its actor gone or crashed, or superseded by a later one): a stale or superseded
+    // snapshot is named in the message, and retrying the same call cannot help (docs/runtimes.md)
+    case "snapshot_unusable":
     case "invalid_log":
     case "incomplete_invocation":
     case "harness_mismatch":

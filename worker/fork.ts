@@ -4,6 +4,11 @@
  * prefix in pages (one read per page, fanned out to all children in parallel), seal each child
  * with its FORK marker, then register the whole fan-out in the Directory at once. Any failure
  * discards every child: a refused or failed fork leaves no phantom sessions.
+ *
+ * A memory fork (a harness on the memory tier: objects/session/memory-fork.ts) has one more step
+ * between the copy and the seal: the parent checkpoints itself and clones every child from that
+ * snapshot (`forkClone`). Nothing is visible until the seal, and a seal or registration that fails
+ * after the clones exist stops them (`forkRelease`) before the children are discarded.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -21,7 +26,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
   const parent = sessionStub(env, tenant, parentUid);
   const source = await parent.forkSource(req.atSeq, requestId);
   if (!source.ok) throw connectErrorFrom(source);
-  const { atSeq, statics, states } = source.value;
+  const { atSeq, statics, states, memory } = source.value;
   const inherited = fromBinary(SessionSchema, statics);
 
   const uids = Array.from({ length: count }, () => mintSessionUid());
@@ -40,6 +45,12 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
         forkSeq: atSeq,
       }),
     );
+  // Seals every child with its FORK marker, then lists the whole fan-out at once.
+  const seal = async (cloned: boolean): Promise<Session[]> => {
+    const sealed = must(await Promise.all(children.map((c) => c.forkFinish(atSeq, states, cloned))));
+    await directoryStub(env, tenant).upsertMany(sealed.map((s) => s.row));
+    return sealed.map((s) => fromBinary(SessionSchema, s.session));
+  };
   try {
     must(await Promise.all(children.map((c, i) => c.forkBegin(tenant, uids[i]!, childStatics(i)))));
     for (let from = 1n; from <= atSeq; ) {
@@ -49,9 +60,15 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
       must(await Promise.all(children.map((c) => c.forkSeed(page.value))));
       from = page.value[page.value.length - 1]!.seq + 1n;
     }
-    const sealed = must(await Promise.all(children.map((c) => c.forkFinish(atSeq, states))));
-    await directoryStub(env, tenant).upsertMany(sealed.map((s) => s.row));
-    return sealed.map((s) => fromBinary(SessionSchema, s.session));
+    if (!memory) return await seal(false);
+    const cloned = await parent.forkClone(atSeq, uids, requestId);
+    if (!cloned.ok) throw connectErrorFrom(cloned);
+    try {
+      return await seal(true);
+    } catch (e) {
+      await parent.forkRelease(uids, requestId).catch(() => undefined);
+      throw e;
+    }
   } catch (e) {
     await Promise.allSettled(children.map((c) => c.forkDiscard()));
     throw e;

@@ -113,7 +113,8 @@ export function createRegistryService(
       if (placement === "remote" || placement === "substrate") {
         throw new ConnectError(
           `this host cannot serve ${placement} placements (a Worker cannot dial gRPC harnesses or run substrate actors); ` +
-            `it serves ${SERVED_PLACEMENTS.join(" and ")} placements`,
+            `it serves ${SERVED_PLACEMENTS.join(" and ")} placements` +
+            (placement === "substrate" ? ": for agent-substrate, register an http_runtime placement whose url is a substrate bridge (docs/runtimes.md)" : ""),
           Code.FailedPrecondition,
         );
       }

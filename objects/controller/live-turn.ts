@@ -39,6 +39,11 @@ export interface LiveTurnPlan {
   /** CAS for the first append; unset appends at head. */
   expectedSeq?: bigint;
   signal: AbortSignal;
+  /**
+   * The harness runs on memory its runtime restored (a memory snapshot or a clone), which already
+   * holds everything the journal says: Start.history is empty and nothing is replayed into it (I4).
+   */
+  memoryRestored?: boolean;
 }
 
 export interface TurnDeps {
@@ -87,7 +92,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     // Decoded lazily: a harness that never reads its history costs no journal scan.
     get history() {
       // (to = 0 would mean "head", which by now includes this turn's own records.)
-      history ??= before.seq === 0n ? [] : deps.log.events(1n, before.seq);
+      history ??= before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq);
       return history;
     },
   };

@@ -8,13 +8,14 @@
  * @internal
  */
 import { toBinary } from "@bufbuild/protobuf";
-import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ComputeState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { isMemoryTier } from "./memory-restore.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
-import { failure, success, type Failure, type Outcome } from "./outcomes.js";
+import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, type States } from "./projection.js";
 import { migrateSession } from "./schema.js";
 import { DESCRIBE_TIMEOUT_MS, type ServedHarness, type SessionState } from "./session-state.js";
@@ -27,6 +28,11 @@ export interface ForkSource {
   statics: Uint8Array;
   /** The parent's projections as of at_seq, which the child inherits with its copied prefix. */
   states: States;
+  /**
+   * The children are clones of the parent's memory (the memory tier: memory-fork.ts), not replays:
+   * the parent must checkpoint and clone them (`forkClone`) before they are sealed.
+   */
+  memory: boolean;
 }
 
 export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcome<ForkSource>> {
@@ -38,31 +44,55 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   const name = s.meta.load()!.statics.harness;
   const served = await s.served(name);
   if (!served) return failure("harness_mismatch", `the session's harness "${name}" is not served here, so its children could not run`);
-  const refused = await memoryForkRefusal(s, name, served);
-  if (refused) return refused;
+  const kind = await forkKind(s, name, served);
+  if (!kind.ok) return kind;
+  const memory = kind.value === "clone";
+  // Checklist §8.16 #143: refused before anything happens (no fence, no control-plane call, no child).
+  if (memory && at !== head) {
+    return failure(
+      "unplaceable",
+      `harness "${name}" keeps its state in memory, so its session forks only at its head (seq ${head}): a clone holds the memory as it is now, not as it was at seq ${at}; fork with at_seq 0 (or ${head}); nothing was forked`,
+    );
+  }
   // Inherited gates cannot be approved in the child: it starts with no pending approval.
   const states = { ...projectRecords(INITIAL_STATES, s.events(1n, at)), pending: undefined };
-  return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states });
+  return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states, memory });
 }
 
 /**
- * CanPlace on Fork (docs/runtimes.md "Capabilities and CanPlace"; checklist §8.17 #171): every fork
- * here replays the prefix into a fresh harness, which a harness that requires memory snapshots
- * cannot resume from, so its fork is refused before any child exists. A harness that cannot be
- * described now is not refused here (its children report it when they run).
+ * How the session forks: by replay, or by memory clone (the memory tier: a harness that requires
+ * memory snapshots on a runtime that takes them). CanPlace on Fork (docs/runtimes.md "Capabilities
+ * and CanPlace"; checklist §8.17 #171): a harness that requires memory snapshots on a runtime that
+ * cannot take them could not resume its children from their journals, so its fork is refused before
+ * any child exists. A built-in or tunnel harness that cannot be described now forks by replay (its
+ * children report it when they run); a runtime backend's harness must be described, since only its
+ * descriptor says whether its children are clones.
  */
-async function memoryForkRefusal(s: SessionState, name: string, served: ServedHarness): Promise<Failure | undefined> {
+async function forkKind(s: SessionState, name: string, served: ServedHarness): Promise<Outcome<"replay" | "clone">> {
   const startedMs = s.d.now();
   const runtime = served.runtime ?? s.runtime;
+  let describeError: unknown;
   const descriptor = await (served.runtime
     ? served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS))
     : s
         .describer()(name)
         .then((d) => d?.descriptor)
-  ).catch(() => undefined);
-  if (!descriptor) return undefined;
+  ).catch((e: unknown) => {
+    describeError = e;
+    return undefined;
+  });
+  if (!descriptor) {
+    if (!served.runtime) return success("replay");
+    s.logPlacement({ op: "fork", decision: "unavailable", harness: name, runtime: runtime.name, startedMs });
+    const why = describeError instanceof Error ? describeError.message : "no answer";
+    return failure(
+      "harness_unavailable",
+      `harness "${name}" cannot be described (${why}), so the fork cannot tell whether to clone or replay it; nothing was forked, retry`,
+    );
+  }
+  if (isMemoryTier(descriptor, served.runtime)) return success("clone");
   const refused = s.canPlace({ name, harness: served.harness, descriptor }, runtime);
-  if (!refused) return undefined;
+  if (!refused) return success("replay");
   s.logPlacement({ op: "fork", decision: "refused", harness: name, harnessId: descriptor.id, runtime: runtime.name, startedMs });
   return failure("unplaceable", `${refused}, so its children could not resume from their journals; nothing was forked`);
 }
@@ -89,8 +119,12 @@ export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true
   return success(true);
 }
 
-/** Seals the child: inherited projections, then LIFECYCLE(FORK) under the child's own fence. */
-export function forkFinish(s: SessionState, atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+/**
+ * Seals the child: inherited projections, then LIFECYCLE(FORK) under the child's own fence. A
+ * memory fork's child (`cloned`) already runs: its clone was resumed and dialled back as this
+ * session, so its compute is LIVE.
+ */
+export function forkFinish(s: SessionState, atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
   if (!s.exists()) return notFound();
   if (s.journal.head().seq !== atSeq)
     return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
@@ -100,6 +134,7 @@ export function forkFinish(s: SessionState, atSeq: bigint, states: States): Outc
   const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_FORK, { detail: `parent@${atSeq}` });
   const r = s.append([marker], { expectedSeq: atSeq, fence: s.journal.fence() });
   if (!r.ok) return refusalFailure(r);
+  if (cloned) s.meta.setPlacement(ComputeState.COMPUTE_LIVE);
   const meta = s.meta.load()!;
   const session = s.render();
   const head = s.journal.head();

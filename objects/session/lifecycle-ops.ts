@@ -3,8 +3,9 @@
  *
  * Suspend never interrupts a turn (ABORTED while one runs). Cancel stops the running execution
  * (END{CANCELED} + LIFECYCLE(CANCEL), so Resume never re-drives it), or closes an interrupted one
- * the same way. Delete erases the session's storage after its tenant's Directory has kept a
- * tombstone with the final chain head, so an auditor can tell deletion from loss.
+ * the same way. Delete stops the session's compute on its runtime backend (on substrate: the actor
+ * and a fork child's tag), then erases the session's storage after its tenant's Directory has kept
+ * a tombstone with the final chain head, so an auditor can tell deletion from loss.
  * @internal
  */
 import { ComputeState, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
@@ -13,7 +14,7 @@ import { endEvent } from "../controller/events.js";
 import { latestExecution, parseExecutions } from "../controller/execution-log.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
-import { failure, success, type Outcome } from "./outcomes.js";
+import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { SessionState } from "./session-state.js";
 
 /** Cancel reasons the contract names (CONTRACT.md §9). */
@@ -82,8 +83,10 @@ export async function cancelSession(s: SessionState, executionId: string, reason
 }
 
 /**
- * Erases the session. The Directory keeps a tombstone with the final head first, then every byte
- * of the session's storage goes; afterwards the uid answers NOT_FOUND everywhere.
+ * Erases the session. Compute it placed on a runtime backend is stopped first (a backend that
+ * cannot stop it refuses the Delete, so no compute or retention pin outlives its session); then
+ * the Directory keeps a tombstone with the final head, and every byte of the session's storage
+ * goes; afterwards the uid answers NOT_FOUND everywhere.
  */
 export async function deleteSession(s: SessionState, tombstone: (final: Session, headHash: string) => Promise<void>): Promise<Outcome<Session>> {
   if (!s.exists()) return notFound();
@@ -95,6 +98,8 @@ export async function deleteSession(s: SessionState, tombstone: (final: Session,
   // was already past its checks (test/node/fuzz/regressions.test.ts).
   const live = s.takeGuard();
   try {
+    const kept = await stopCompute(s);
+    if (kept) return kept;
     await tombstone(final, s.journal.head().hash);
     await s.d.erase();
     s.forget();
@@ -102,4 +107,22 @@ export async function deleteSession(s: SessionState, tombstone: (final: Session,
   } finally {
     s.release(live);
   }
+}
+
+/** Stops what the session's own placements left on its runtime backend (nothing for the built-in runtime). */
+async function stopCompute(s: SessionState): Promise<Failure | undefined> {
+  const placed = s.meta.load()!.placement;
+  if (placed === undefined || placed === ComputeState.COMPUTE_NONE || placed === ComputeState.COMPUTE_TERMINATED) return undefined;
+  const runtime = await s.runtimeFor(s.meta.load()!.statics.harness);
+  if (runtime === s.runtime) return undefined;
+  try {
+    await runtime.stop({ id: s.uid, worker: "", address: "", runtime: runtime.name, fence: s.journal.fence() });
+  } catch (e) {
+    return failure(
+      "harness_unavailable",
+      `the ${runtime.name} runtime could not stop the session's compute (${e instanceof Error ? e.message : "error"}); nothing was deleted: retry, so that none is left behind`,
+    );
+  }
+  s.meta.setPlacement(ComputeState.COMPUTE_TERMINATED);
+  return undefined;
 }

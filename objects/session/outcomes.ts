@@ -20,6 +20,7 @@ export type FailureReason =
   | "invalid_event"
   | "harness_unavailable"
   | "unplaceable"
+  | "snapshot_unusable"
   | "invalid_log"
   | "incomplete_invocation"
   | "harness_mismatch"

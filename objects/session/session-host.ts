@@ -14,6 +14,7 @@ import { auditSession, type AuditReport } from "./audit.js";
 import { notFound } from "./failures.js";
 import { forkBegin, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
 import { cancelSession, deleteSession, suspendSession } from "./lifecycle-ops.js";
+import { forkClone, forkRelease, type ForkClone } from "./memory-fork.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { States } from "./projection.js";
@@ -23,7 +24,7 @@ import { recordStream } from "./record-stream.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
 import type { Delivery } from "../../runtimes/tunnel/inbox.js";
 
-export type { AuditReport, Decision, ExecStart, ForkSource, SessionHostDeps };
+export type { AuditReport, Decision, ExecStart, ForkClone, ForkSource, SessionHostDeps };
 export { DESCRIBE_TIMEOUT_MS } from "./session-state.js";
 
 export interface CreateArgs {
@@ -132,8 +133,18 @@ export class SessionHost {
     return forkSeed(this._s, records);
   }
 
-  forkFinish(atSeq: bigint, states: States): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
-    return forkFinish(this._s, atSeq, states);
+  forkFinish(atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+    return forkFinish(this._s, atSeq, states, cloned);
+  }
+
+  /** A memory fork's parent: checkpoint once, then clone every child from that snapshot. */
+  forkClone(atSeq: bigint, children: readonly string[]): Promise<Outcome<ForkClone>> {
+    return this._orGone(() => forkClone(this._s, atSeq, children));
+  }
+
+  /** A memory fork's parent: stops the clones of a fan-out that failed after cloning. */
+  forkRelease(children: readonly string[]): Promise<void> {
+    return forkRelease(this._s, children);
   }
 
   forkDiscard(): Promise<void> {

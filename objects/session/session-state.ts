@@ -10,7 +10,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { create } from "@bufbuild/protobuf";
-import { ComputeState, SnapshotRefSchema } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ComputeState, SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
@@ -107,8 +107,11 @@ export interface ServedHarness {
 /** A runtime backend the host places a harness on (runtimes/http). */
 export interface PlacingRuntime extends Runtime {
   describe(harness: string, signal?: AbortSignal): Promise<HarnessDescriptor>;
-  /** The tunnel URL and one-time token an incarnation of `harness` for this session dials back with. */
-  dialback(harness: string): Promise<{ tunnelUrl: string; token: string }>;
+  /**
+   * The tunnel URL and one-time token an incarnation of `harness` dials back with: for this
+   * session, or for `sessionUid` (a memory fork's child, whose clone dials back as itself).
+   */
+  dialback(harness: string, sessionUid?: string): Promise<{ tunnelUrl: string; token: string }>;
 }
 
 /** The turn (or recovery) running right now; the overlap guard. */
@@ -357,23 +360,32 @@ export class SessionState {
 
   /**
    * Makes sure a runtime-backed harness has a live incarnation before it runs: restores a paused
-   * or stopped one, else creates one (idempotent on the backend); its process dials back before
-   * this returns. The built-in and tunnel placements need nothing.
+   * or stopped one from `ref` (the session's own latest SUSPEND ref; a bare `{local: uid}` without
+   * one), else creates one (idempotent on the backend); its process dials back before this
+   * returns. The built-in and tunnel placements need nothing. A memory snapshot the backend can no
+   * longer restore (its actor gone, crashed, or superseded) is `snapshot_unusable`: a fresh
+   * incarnation would silently forget the session's in-memory state (docs/runtimes.md).
    */
-  async ensurePlaced(name: string, served: ServedHarness): Promise<Outcome<true>> {
+  async ensurePlaced(name: string, served: ServedHarness, ref?: SnapshotRef): Promise<Outcome<true>> {
     const rt = served.runtime;
     if (!rt) return success(true);
     const startedMs = this.d.now();
     const line = (decision: PlacementLine["decision"]) => this.logPlacement({ op: "place", decision, harness: name, runtime: rt.name, startedMs });
+    const paused = this.meta.load()!.placement;
+    const restoring = paused === ComputeState.COMPUTE_WARM || paused === ComputeState.COMPUTE_COLD;
+    const from = ref ?? create(SnapshotRefSchema, { local: this.uid });
     try {
       const spec = { sessionUid: this.uid, harness: name, dialback: await rt.dialback(name) };
-      const paused = this.meta.load()!.placement;
-      if (paused === ComputeState.COMPUTE_WARM || paused === ComputeState.COMPUTE_COLD) {
-        await rt.restore(create(SnapshotRefSchema, { local: this.uid }), spec);
-      } else {
-        await rt.create(spec);
-      }
+      if (restoring) await rt.restore(from, spec);
+      else await rt.create(spec);
     } catch (e) {
+      if (restoring && from.memory && e instanceof ConnectError && e.code === Code.FailedPrecondition) {
+        line("refused");
+        return failure(
+          "snapshot_unusable",
+          `the ${rt.name} runtime cannot restore memory snapshot ${from.externalUri || from.local} of this session (${e.rawMessage}); nothing was written; the session's in-memory state cannot be brought back, so continue in a new session`,
+        );
+      }
       line("unavailable");
       return failure(
         "harness_unavailable",

@@ -4,15 +4,7 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import { logRecordWithEventBytes } from "../../proto/passthrough.js";
-import {
-  ComputeState,
-  ExecState,
-  ExecUpdateSchema,
-  SnapshotRefSchema,
-  type ExecRequest,
-  type ExecUpdate,
-  type Session,
-} from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ComputeState, ExecState, ExecUpdateSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
 import { Code } from "@connectrpc/connect";
@@ -26,6 +18,7 @@ import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
 import { FrameSink } from "./frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { Runtime } from "../../runtimes/runtime-spi.js";
 import type { LiveTurn, SessionState } from "./session-state.js";
@@ -110,14 +103,21 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
     const served = await s.served(harness);
     // The gate, the live re-check and the recovery describe each harness once between them.
     const describe = cachedDescriber(s.describer());
+    // The runtime the recovery's CanPlace asks: the one admission described (below), else built in.
+    let runtime: Runtime | undefined;
     // BEHAVIOUR.md §6.1 Resume: guard → gate → Restore → re-check; a refusal touches no compute
     // and writes nothing (checklist §8.16 #149, #151).
     if (served?.runtime) {
+      // The admitted harness's runtime is the one whose capabilities admission fetched: the
+      // placement, the live re-check and the recovery must gate on that one (a fresh client
+      // knows none yet, so it would refuse a memory-snapshot harness).
       const admitted = await s.admit(harness);
       if (!admitted.ok) return admitted;
-      const placed = await s.ensurePlaced(harness, served);
+      runtime = admitted.value.served.runtime;
+      // From the session's own SUSPEND ref: for the memory tier it names the snapshot to restore.
+      const placed = await s.ensurePlaced(harness, admitted.value.served, ownSuspendRef(s));
       if (!placed.ok) return placed;
-      const rechecked = await s.recheckLive(harness, served, describe);
+      const rechecked = await s.recheckLive(harness, admitted.value.served, describe);
       if (!rechecked.ok) return rechecked;
     } else {
       const refused = await gateBeforeRestore(s, describe);
@@ -132,7 +132,7 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
       () => (fence = s.journal.mintFence()),
       () => undefined,
       undefined,
-      { describe, runtime: served?.runtime },
+      { describe, runtime },
     );
     if (outcome.kind === "redriven" && outcome.outcome.kind === "parked") {
       // The recovered turn reached a new gate: it is parked again, and cold.
@@ -195,7 +195,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
           : failure("canceled", "the turn was canceled before it started: nothing was written");
       return;
     }
-    const placed = await s.ensurePlaced(name, admitted.value.served);
+    const placed = await s.ensurePlaced(name, admitted.value.served, admitted.value.served.runtime && ownSuspendRef(s));
     if (!placed.ok) {
       result = placed;
       return;
@@ -221,6 +221,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         resumeFromSeq: req.resumeFromSeq,
         expectedSeq: req.expectedLastSeq,
         signal: live.abort.signal,
+        memoryRestored: runsOnRestoredMemory(s, admitted.value.descriptor, admitted.value.served.runtime),
       },
       { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId), tools: s.toolDeps() },
     );
@@ -369,19 +370,6 @@ export function interrupted(s: SessionState): boolean {
   if (!parsed.ok) return false;
   const latest = latestExecution(parsed);
   return latest !== undefined && latest.endState === undefined;
-}
-
-/** The latest SUSPEND ref this session wrote itself; inherited refs name the parent and are skipped. */
-function ownSuspendRef(s: SessionState) {
-  const events = s.loggedEvents();
-  for (let i = events.length - 1; i >= 0; i--) {
-    const b = events[i]!.event.body;
-    if (b.case === "lifecycle" && b.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND && b.value.snapshotLocal === s.uid) {
-      const v = b.value;
-      return create(SnapshotRefSchema, { local: v.snapshotLocal, externalUri: v.snapshotExternalUri, memory: v.snapshotMemory, sealed: v.snapshotSealed });
-    }
-  }
-  return undefined;
 }
 
 function armDeadline(s: SessionState, live: LiveTurn, deadlineUnix: bigint): () => void {

@@ -45,14 +45,15 @@ export async function resolveRemoteHarness(
 
 /**
  * The backend of a registered http_runtime harness. Its incarnations dial back to this host's
- * tunnel (PUBLIC_URL) with a one-time token minted for this session.
+ * tunnel (PUBLIC_URL) with a one-time token minted for this session, or for a memory fork's child
+ * (`sessionUid`): each clone dials back as its own session.
  */
 function placingRuntime(env: Env, url: string, name: string, session: { tenant: string; uid: string }): PlacingRuntime {
   const rt = createHttpRuntime({ baseUrl: url, name: `http runtime at ${new URL(url).host}`, token: runtimeToken(env) });
   return Object.assign(rt, {
-    async dialback() {
+    async dialback(_harness: string, sessionUid = session.uid) {
       if (!env.PUBLIC_URL) throw new Error("set PUBLIC_URL (this host's base URL) so runtime incarnations can dial back");
-      const token = await tunnelStub(env, session.tenant, name).mintToken(`${session.tenant}/${session.uid}`);
+      const token = await tunnelStub(env, session.tenant, name).mintToken(`${session.tenant}/${sessionUid}`);
       return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH_FOR_DIALBACK}?name=${encodeURIComponent(name)}`, token };
     },
   });

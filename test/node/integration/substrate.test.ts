@@ -5,7 +5,7 @@
  * token the bridge delivered, Suspend suspends the actor and Resume restores it. A bridge that
  * wants another token refuses the host before anything is journaled. A memory-snapshot harness (the
  * counter) is admitted onto the bridge and its SUSPEND records the actor's snapshot; resuming and
- * forking such a session is the host side of the memory tier, not wired yet.
+ * forking such a session (the memory tier) are test/node/integration/memory-tier.test.ts.
  */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
@@ -93,7 +93,7 @@ describe("the substrate bridge behind the host", () => {
   });
 
   it("substrate: a memory-snapshot harness (the counter) is placed on the bridge; Suspend records the actor's memory snapshot", async () => {
-    // Resume and Fork of such a session are the host side of the memory tier, not wired yet.
+    // Resume and Fork of such a session: test/node/integration/memory-tier.test.ts.
     const { client } = host;
     const s = await client.create({ harness: "sub-counter" });
     const uid = s.metadata!.uid;
