@@ -3,6 +3,7 @@
 declare module "node:crypto" {
   interface Hash {
     update(data: string | Uint8Array): Hash;
+    copy(): Hash;
     digest(encoding: "hex"): string;
   }
   export function createHash(algorithm: "sha256"): Hash;

@@ -69,11 +69,26 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
   }
   const r = await sessionStub(env, caller.tenant, session).replay(request.fromSeq, request.toSeq);
   if (!r.ok) return fail(connectErrorFrom(r));
-  const end = new TransformStream<Uint8Array, Uint8Array>({
-    flush(ctl) {
-      ctl.enqueue(ending === "connect" ? connectEndFrame() : grpcWebTrailerFrame(0));
-      log(undefined);
+  // The object's chunks as they come, then the end of the stream: an error ending when the object's
+  // stream broke off (its session erased mid-Replay, say), so the caller never sees a silent cut.
+  const reader = r.value.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      try {
+        const { done, value } = await reader.read();
+        if (!done) return ctl.enqueue(value);
+        ctl.enqueue(ending === "connect" ? connectEndFrame() : grpcWebTrailerFrame(0));
+        log(undefined);
+      } catch {
+        const e = new ConnectError("the journal could not be read to its end: Replay again from the seq after the last record you received", Code.Unavailable);
+        ctl.enqueue(ending === "connect" ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : grpcWebTrailerFrame(e.code, e.rawMessage));
+        log(e.code);
+      }
+      ctl.close();
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
     },
   });
-  return new Response(r.value.pipeThrough(end), { status: 200, headers });
+  return new Response(stream, { status: 200, headers });
 }

@@ -9,7 +9,15 @@
  * Pure: takes decoded records, returns a model of the executions or the first malformation.
  * Tested in test/node/controller/execution-log.test.ts.
  */
-import { EventKind, Mediation, ToolResult_Code, type Event, type ExecutionStart, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import {
+  EventKind,
+  Lifecycle_Kind,
+  Mediation,
+  ToolResult_Code,
+  type Event,
+  type ExecutionStart,
+  type Message,
+} from "../../proto/gen/agentsessions/v1/common_pb.js";
 
 export interface LoggedEvent {
   seq: bigint;
@@ -37,7 +45,15 @@ export interface Execution {
   errors: bigint[];
 }
 
-export type ParsedLog = { ok: true; events: LoggedEvent[]; executions: Execution[] } | { ok: false; seq: bigint; detail: string };
+export type ParsedLog =
+  | {
+      ok: true;
+      events: LoggedEvent[];
+      executions: Execution[];
+      /** The seq of the journal's latest LIFECYCLE(FORK) marker, 0 when it has none. */
+      lastForkSeq: bigint;
+    }
+  | { ok: false; seq: bigint; detail: string };
 
 const EFFECT_KINDS = new Set<EventKind>([
   EventKind.EVENT_MODEL_CALL,
@@ -50,33 +66,47 @@ const EFFECT_KINDS = new Set<EventKind>([
 ]);
 
 export function parseExecutions(events: LoggedEvent[]): ParsedLog {
-  const byId = new Map<string, Execution>();
-  const order: Execution[] = [];
-  const gates = new Map<string, OpenGate>();
-  for (let i = 0; i < events.length; i++) {
-    const { seq, event } = events[i]!;
-    if (event.kind === EventKind.EVENT_LIFECYCLE) continue;
-    const bad = (detail: string): ParsedLog => ({ ok: false, seq, detail });
+  const log = new ExecutionLog();
+  for (const e of events) log.push(e.seq, e.event);
+  return log.view(events);
+}
+
+/**
+ * parseExecutions, one record at a time: the session keeps one per journal and feeds it every
+ * record it appends, so no operation re-parses the journal (objects/session/session-cache.ts).
+ * Feeding the journal's records in order and asking for the `view` gives exactly what
+ * parseExecutions gives for them (test/node/controller/execution-log.test.ts checks it on long,
+ * randomized journals). Once a record is malformed the log stays malformed at that record.
+ */
+export class ExecutionLog {
+  private readonly _byId = new Map<string, Execution>();
+  private readonly _order: Execution[] = [];
+  private readonly _gates = new Map<string, OpenGate>();
+  private _bad: { seq: bigint; detail: string } | undefined;
+  private _index = 0;
+  private _lastForkSeq = 0n;
+
+  push(seq: bigint, event: Event): void {
+    const i = this._index++;
+    if (this._bad) return;
+    if (event.kind === EventKind.EVENT_LIFECYCLE) {
+      if (event.body.case === "lifecycle" && event.body.value.kind === Lifecycle_Kind.LIFECYCLE_FORK) this._lastForkSeq = seq;
+      return;
+    }
+    const bad = (detail: string) => {
+      this._bad = { seq, detail };
+    };
     if (event.executionId === "") return bad(`record ${seq} (${EventKind[event.kind] ?? event.kind}) has no execution id`);
-    let ex = byId.get(event.executionId);
+    let ex = this._byId.get(event.executionId);
     if (!ex) {
       if (event.kind !== EventKind.EVENT_EXECUTION_START) {
         return bad(`execution ${event.executionId} does not begin with EXECUTION_START (record ${seq})`);
       }
       if (event.body.case !== "executionStart") return bad(`EXECUTION_START at ${seq} has no body`);
-      ex = {
-        id: event.executionId,
-        firstIndex: i,
-        firstSeq: seq,
-        lastSeq: seq,
-        start: event.body.value,
-        inputs: [],
-        effects: [],
-        errors: [],
-      };
-      byId.set(ex.id, ex);
-      order.push(ex);
-      continue;
+      ex = { id: event.executionId, firstIndex: i, firstSeq: seq, lastSeq: seq, start: event.body.value, inputs: [], effects: [], errors: [] };
+      this._byId.set(ex.id, ex);
+      this._order.push(ex);
+      return;
     }
     ex.lastSeq = seq;
     switch (event.kind) {
@@ -88,24 +118,42 @@ export function parseExecutions(events: LoggedEvent[]): ParsedLog {
         }
         if (event.body.case === "message") ex.inputs.push(event.body.value);
         else ex.payloadlessInput ??= seq;
-        break;
+        return;
       case EventKind.EVENT_END:
         if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
         ex.endState = event.body.case === "end" ? event.body.value.state : "";
-        break;
+        return;
       case EventKind.EVENT_ERROR:
         ex.errors.push(seq);
-        break;
+        return;
       default: {
         if (!EFFECT_KINDS.has(event.kind)) return bad(`record ${seq} has an unexpected kind ${event.kind}`);
         if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
-        const misplaced = stepGate(gates, ex.id, seq, event);
+        const misplaced = stepGate(this._gates, ex.id, seq, event);
         if (misplaced) return bad(misplaced);
         ex.effects.push({ seq, event });
       }
     }
   }
-  return { ok: true, events, executions: order };
+
+  /**
+   * The parse of the records pushed so far (`events` must be those records). Later pushes do not
+   * change what a view holds: the one execution they can still grow, the latest, is copied.
+   */
+  view(events: LoggedEvent[]): ParsedLog {
+    if (this._bad) return { ok: false, seq: this._bad.seq, detail: this._bad.detail };
+    const executions = this._order.slice();
+    const last = executions[executions.length - 1];
+    if (last) executions[executions.length - 1] = { ...last, inputs: last.inputs.slice(), effects: last.effects.slice(), errors: last.errors.slice() };
+    return { ok: true, events, executions, lastForkSeq: this._lastForkSeq };
+  }
+
+  /** Whether the latest execution never ended, read without building a view. */
+  latestOpen(): boolean {
+    if (this._bad) return false;
+    const last = this._order[this._order.length - 1];
+    return last !== undefined && last.endState === undefined;
+  }
 }
 
 /** A gate of an execution still waiting for its next record: request, decision, then receipt. */

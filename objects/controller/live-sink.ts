@@ -30,6 +30,7 @@ import {
   ToolCallRefusedError,
   TurnInterruptedError,
 } from "./errors.js";
+import type { InputHashCache } from "./input-hash.js";
 import type { ModelInvoker } from "./models.js";
 import { completeGate, execute, park, recordAndExecute, refuseBeforeIntent, reportRefusal, type ToolContext } from "./tool-steps.js";
 import type { TurnWriter } from "./turn-writer.js";
@@ -42,6 +43,8 @@ export interface LiveSinkOptions {
   onDelta?: (chunk: string, done: boolean) => void;
   /** Everything host-executed tools need; without it every host-executed call fails closed. */
   tools?: Omit<ToolContext, "executionId" | "writer" | "signal">;
+  /** The session's incremental input hash (input-hash.ts); modelInputHash from scratch without one. */
+  inputHash?: InputHashCache;
 }
 
 export class LiveSink implements EventSink {
@@ -92,7 +95,8 @@ export class LiveSink implements EventSink {
       if (!this._o.models.serves(model)) {
         throw new ModelProviderError(`no model provider serves model "${model}" on this host (configure MODEL_BASE_URL)`);
       }
-      const inputHash = modelInputHash(wireModelCall(req));
+      const call = wireModelCall(req);
+      const inputHash = this._o.inputHash ? this._o.inputHash.hash(call) : modelInputHash(call);
       this._record(EventKind.EVENT_MODEL_CALL, {
         case: "model",
         value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }),
@@ -241,11 +245,9 @@ export class LiveSink implements EventSink {
 
 /** The request as the harness issued it, in wire form: what input_hash covers (CONTRACT.md §7.7). */
 export function wireModelCall(req: ModelRequest): ModelCall {
-  return create(ModelCallSchema, {
-    model: req.model,
-    params: req.params ?? {},
-    messages: req.messages,
-    tools: req.tools ?? [],
-    toolChoice: req.toolChoice,
-  });
+  const call = create(ModelCallSchema, { model: req.model, params: req.params ?? {}, tools: req.tools ?? [], toolChoice: req.toolChoice });
+  // The harness's messages as they are: create() would visit each to check it is a Message, which
+  // costs a long conversation's length on every call (they are Messages: the SPI's type says so).
+  call.messages = req.messages;
+  return call;
 }

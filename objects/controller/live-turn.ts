@@ -53,6 +53,8 @@ export interface TurnDeps {
   onDelta?: (chunk: string, done: boolean) => void;
   /** Host-executed tools and approvals (executor, deadlines, park notification). */
   tools?: LiveSinkOptions["tools"];
+  /** The session's incremental input hash (input-hash.ts). */
+  inputHash?: LiveSinkOptions["inputHash"];
 }
 
 export type TurnOutcome =
@@ -76,6 +78,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     models: deps.models,
     signal: plan.signal,
     onDelta: deps.onDelta,
+    inputHash: deps.inputHash,
     tools: deps.tools && {
       ...deps.tools,
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,

@@ -27,12 +27,15 @@ import { ApprovalParkedError, ModelProviderError, ReplayDivergedError, SinkClose
 import { toolCallIdentity, toolCallRefusal } from "./tool-args.js";
 import { noteDecision, reportRefusal } from "./tool-steps.js";
 import type { LoggedEvent } from "./execution-log.js";
+import type { InputHashCache } from "./input-hash.js";
 import { wireModelCall, type LiveSink } from "./live-sink.js";
 
 export interface RecordedSinkOptions {
   effects: readonly LoggedEvent[];
   /** Resume only: the live sink that takes over once the recorded prefix is consumed. */
   live?: LiveSink;
+  /** The session's incremental input hash (input-hash.ts); modelInputHash from scratch without one. */
+  inputHash?: InputHashCache;
 }
 
 export class RecordedSink implements EventSink {
@@ -70,7 +73,8 @@ export class RecordedSink implements EventSink {
       if (!rec) return this._live().model(req);
       const call = this._expect(rec, EventKind.EVENT_MODEL_CALL, "a model call");
       const recorded = call.body.case === "model" ? call.body.value : undefined;
-      const hash = modelInputHash(wireModelCall(req));
+      const wire = wireModelCall(req);
+      const hash = this._o.inputHash ? this._o.inputHash.hash(wire) : modelInputHash(wire);
       if (!recorded || recorded.inputHash !== hash) {
         throw this._diverge(rec.seq, "model input hash mismatch: the harness sent a different model request than it did live (I0)");
       }

@@ -8,7 +8,7 @@ import { textOf } from "../../proto/messages.js";
 import { EventKind } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { HarnessDescribeError, HarnessMismatchError, ReplayDivergedError } from "./errors.js";
-import { checkInputs, historyOf, parseExecutions, type LoggedEvent } from "./execution-log.js";
+import { checkInputs, historyOf, parseExecutions, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { cachedDescriber, harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
@@ -35,7 +35,8 @@ export interface ReplayOptions {
   signal?: AbortSignal;
 }
 
-export async function replayJournal(events: LoggedEvent[], o: ReplayOptions): Promise<ReplayReport> {
+/** `journal`: its records, or their parse when the caller keeps one (objects/session/session-cache.ts). */
+export async function replayJournal(journal: LoggedEvent[] | ParsedLog, o: ReplayOptions): Promise<ReplayReport> {
   const callsBefore = o.models.calls;
   const report = (ok: boolean, outputs: string[], divergence = "", seq = 0n, executions = 0): ReplayReport => ({
     ok,
@@ -45,7 +46,7 @@ export async function replayJournal(events: LoggedEvent[], o: ReplayOptions): Pr
     modelCalls: o.models.calls - callsBefore,
     executions,
   });
-  const parsed = parseExecutions(events);
+  const parsed = Array.isArray(journal) ? parseExecutions(journal) : journal;
   if (!parsed.ok) return report(false, [], `invalid execution log: ${parsed.detail}`, parsed.seq);
   const completed = parsed.executions.filter((ex) => ex.endState === "COMPLETED");
 

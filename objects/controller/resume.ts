@@ -9,12 +9,13 @@
  */
 import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import { EventKind, Lifecycle_Kind } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { gateMismatch } from "./gate-preflight.js";
 import { HarnessDescribeError, HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
 import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import { concludeTurn, preferPark, runHarness, type TurnOutcome } from "./live-turn.js";
+import type { InputHashCache } from "./input-hash.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
@@ -52,10 +53,13 @@ export interface ResumeOptions {
   observe: RecordObserver;
   onDelta?: (chunk: string, done: boolean) => void;
   signal: AbortSignal;
+  /** The session's incremental input hash (input-hash.ts). */
+  inputHash?: InputHashCache;
 }
 
-export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Promise<ResumeOutcome> {
-  const parsed = parseExecutions(events);
+/** `journal`: its records, or their parse when the caller keeps one (objects/session/session-cache.ts). */
+export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: ResumeOptions): Promise<ResumeOutcome> {
+  const parsed = Array.isArray(journal) ? parseExecutions(journal) : journal;
   if (!parsed.ok) return { kind: "invalid", detail: parsed.detail, incomplete: false };
   const ex = latestExecution(parsed);
   if (!ex) return { kind: "noop" };
@@ -87,9 +91,10 @@ export async function resumeLatest(events: LoggedEvent[], o: ResumeOptions): Pro
     models: o.models,
     signal: o.signal,
     onDelta: o.onDelta,
+    inputHash: o.inputHash,
     tools: o.tools && { ...o.tools, approvalsAllowed: o.tools.approvalsAllowed && stateless },
   });
-  const sink = new RecordedSink({ effects: ex.effects, live });
+  const sink = new RecordedSink({ effects: ex.effects, live, inputHash: o.inputHash });
   const start: HarnessStart = {
     sessionUid: o.sessionUid,
     executionId: ex.id,
@@ -114,9 +119,5 @@ const UNRESOLVED = new Set([EventKind.EVENT_TOOL_CALL, EventKind.EVENT_APPROVAL_
 export function inheritedIntent(parsed: Extract<ParsedLog, { ok: true }>, ex: Execution): bigint | undefined {
   const last = ex.effects[ex.effects.length - 1];
   if (!last || !UNRESOLVED.has(last.event.kind)) return undefined;
-  let forkSeq = 0n;
-  for (const e of parsed.events) {
-    if (e.event.body.case === "lifecycle" && e.event.body.value.kind === Lifecycle_Kind.LIFECYCLE_FORK) forkSeq = e.seq;
-  }
-  return last.seq < forkSeq ? last.seq : undefined;
+  return last.seq < parsed.lastForkSeq ? last.seq : undefined;
 }

@@ -11,7 +11,7 @@
 import { create, equals } from "@bufbuild/protobuf";
 import { EventKind, EventSchema, IdentityRefSchema, type Event, type IdentityRef } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import { checkInputs, latestExecution, parseExecutions, type LoggedEvent } from "../controller/execution-log.js";
+import { checkInputs, latestExecution, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure } from "./failures.js";
 import { failure, success, type Outcome } from "./outcomes.js";
@@ -33,8 +33,7 @@ export const DEADLINE_ACTOR = "system:approval-deadline";
 export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Session; decision: StoredRecord }> {
   if (!s.exists()) return notFound();
   if (s.live) return busy();
-  const events = s.loggedEvents();
-  const parsed = parseExecutions(events);
+  const parsed = s.parsedLog();
   if (!parsed.ok) return failure("invalid_log", `the journal cannot carry a decision as it stands: ${parsed.detail}`);
   const invalid = (why: string) => failure("invalid_decision", `${why}; nothing was recorded`);
 
@@ -113,7 +112,7 @@ export async function onApprovalAlarm(s: SessionState): Promise<void> {
     });
     if (!r.ok) return;
   }
-  if (deadlineDecisionAwaitingReceipt(s.loggedEvents())) {
+  if (deadlineDecisionAwaitingReceipt(s.parsedLog())) {
     // If this recovery dies halfway, the alarm comes back and finds the decision without a receipt.
     await s.d.setAlarm?.(s.d.now() + RECOVERY_RETRY_MS);
     const r = await resumeSession(s, { marker: false });
@@ -124,8 +123,7 @@ export async function onApprovalAlarm(s: SessionState): Promise<void> {
 const RECOVERY_RETRY_MS = 30_000;
 
 /** The latest execution's gate was denied by the deadline and has no receipt yet. */
-function deadlineDecisionAwaitingReceipt(events: LoggedEvent[]): boolean {
-  const parsed = parseExecutions(events);
+function deadlineDecisionAwaitingReceipt(parsed: ParsedLog): boolean {
   if (!parsed.ok) return false;
   const latest = latestExecution(parsed);
   if (!latest || latest.endState !== undefined) return false;

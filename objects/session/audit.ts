@@ -20,7 +20,7 @@ export async function auditSession(s: SessionState, replay: boolean, anchor?: { 
   if (!s.exists()) return notFound();
   const chain = checkAnchor(s.journal.verify(), anchor, (seq) => s.journal.read(seq, seq, 1)[0]?.hash);
   if (!replay) return success({ chain });
-  const report = await replayJournal(s.loggedEvents(), {
+  const report = await replayJournal(s.parsedLog(), {
     sessionUid: s.uid,
     describe: s.describer(),
     defaultHarness: DEFAULT_HARNESS,

@@ -115,6 +115,7 @@ export function forkBegin(s: SessionState, tenant: string, uid: string, statics:
 export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true> {
   if (!s.exists()) return notFound();
   const r = s.journal.seed(records);
+  s.cache.reset();
   if (!r.ok) return failure("invalid_log", `fork prefix does not link at seq ${r.seq}: the parent changed under the fork; retry`);
   return success(true);
 }

@@ -11,7 +11,7 @@
 import { ComputeState, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { TurnInterruptedError } from "../controller/errors.js";
 import { endEvent } from "../controller/events.js";
-import { latestExecution, parseExecutions } from "../controller/execution-log.js";
+import { latestExecution } from "../controller/execution-log.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
@@ -72,7 +72,7 @@ export async function cancelSession(s: SessionState, executionId: string, reason
     return success(s.render());
   }
   // Nothing running: close an interrupted execution so Resume will not re-drive it.
-  const parsed = parseExecutions(s.loggedEvents());
+  const parsed = s.parsedLog();
   const latest = parsed.ok ? latestExecution(parsed) : undefined;
   if (!latest || latest.endState !== undefined || (executionId && executionId !== latest.id)) {
     return failure("not_running", "nothing to cancel: no execution of this session is running or interrupted");

@@ -5,9 +5,9 @@
  * audit.ts, and SessionHost is their facade.
  * @internal
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { ComputeState, SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
@@ -21,7 +21,7 @@ import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { HarnessDescribeError } from "../controller/errors.js";
 import { randomHex } from "../../proto/ids.js";
 import { currentRequestId } from "../request-context.js";
-import type { LoggedEvent } from "../controller/execution-log.js";
+import type { LoggedEvent, ParsedLog } from "../controller/execution-log.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
 import type { TurnLog } from "../controller/turn-writer.js";
@@ -34,6 +34,8 @@ import { MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized } from "./schema.js";
+import { SessionCache } from "./session-cache.js";
+import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./session-view.js";
 
 /** How long admission waits for a harness to describe itself (BEHAVIOUR.md §6.1). */
@@ -64,6 +66,8 @@ export interface SessionHostDeps {
   /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
   setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
+  /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
+  cacheMaxBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
   log?: (line: Record<string, unknown>) => void;
   /**
@@ -129,6 +133,10 @@ export interface LiveTurn {
 export class SessionState {
   readonly meta: MetaStore;
   journal: Journal;
+  /** The decoded journal and its parse, kept in memory (session-cache.ts). */
+  readonly cache: SessionCache;
+  /** ModelCall input hashes, continued from the session's previous call (controller/input-hash.ts). */
+  readonly inputHashes = new InputHashCache();
   readonly harnesses: HarnessResolver;
   readonly runtime: Runtime;
   /** Events from tunnel harnesses, waiting for the stream of a running execution. */
@@ -146,6 +154,7 @@ export class SessionState {
     this.runtime = d.runtime ?? createBuiltinRuntime();
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes);
+    this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
   }
 
   exists(): boolean {
@@ -156,6 +165,7 @@ export class SessionState {
   forget(): void {
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes);
+    this.cache.reset();
   }
 
   get uid(): string {
@@ -441,7 +451,7 @@ export class SessionState {
     return {
       append: (events, opts) => this.append(events, opts),
       head: () => this.journal.head(),
-      events: (from, to) => this.events(from, to).map((e) => e.event),
+      events: (from, to) => this.cache.eventRange(from, to),
     };
   }
 
@@ -462,23 +472,22 @@ export class SessionState {
       },
     });
     if (r.ok && !sameStates(after, before)) this.meta.committed(after, now);
+    if (r.ok) this.cache.appended(r.records);
     return r;
   }
 
+  /** Every record, decoded (from the in-memory cache: session-cache.ts). Do not change the array. */
   loggedEvents(): LoggedEvent[] {
-    return this.events(1n, 0n);
+    return this.cache.events();
   }
 
   events(from: bigint, to: bigint): LoggedEvent[] {
-    const out: LoggedEvent[] = [];
-    if (to < 0n || (to > 0n && to < from)) return out;
-    let at = from;
-    for (;;) {
-      const page = this.journal.read(at, to, 512);
-      for (const r of page) out.push({ seq: r.seq, event: fromBinary(EventSchema, r.event) });
-      if (page.length < 512) return out;
-      at = page[page.length - 1]!.seq + 1n;
-    }
+    return this.cache.range(from, to);
+  }
+
+  /** The journal parsed into executions, kept up to date by every append (session-cache.ts). */
+  parsedLog(): ParsedLog {
+    return this.cache.parsed();
   }
 
   async syncDirectory(): Promise<void> {

@@ -9,7 +9,7 @@ import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
 import { Code } from "@connectrpc/connect";
 import { MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
-import { latestExecution, parseExecutions } from "../controller/execution-log.js";
+import { latestExecution, type ParsedLog } from "../controller/execution-log.js";
 import { runLiveTurn } from "../controller/live-turn.js";
 import { cachedDescriber, type DescribeHarness } from "../controller/identity.js";
 import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller/resume.js";
@@ -223,7 +223,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         signal: live.abort.signal,
         memoryRestored: runsOnRestoredMemory(s, admitted.value.descriptor, admitted.value.served.runtime),
       },
-      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId), tools: s.toolDeps() },
+      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId), tools: s.toolDeps(), inputHash: s.inputHashes },
     );
     if (outcome.kind === "parked") {
       result = await parkCompute(s, observe);
@@ -284,9 +284,8 @@ async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<F
  * An approved gate waiting for its receipt cannot complete without an executor: refuse up front,
  * writing nothing (no fence, no ERROR), and keep the decision for when one is configured.
  */
-function executorMissingForGate(s: SessionState, events: ReturnType<SessionState["loggedEvents"]>): boolean {
+function executorMissingForGate(s: SessionState, parsed: ParsedLog): boolean {
   if (s.d.tools || s.meta.load()!.execState !== ExecState.EXEC_AWAITING) return false;
-  const parsed = parseExecutions(events);
   const latest = parsed.ok ? latestExecution(parsed) : undefined;
   const last = latest?.effects[latest.effects.length - 1];
   return last?.event.body.case === "approvalResult" && last.event.body.value.approved;
@@ -305,16 +304,15 @@ function recover(
   o: { describe?: DescribeHarness; runtime?: Runtime } = {},
 ): Promise<ResumeOutcome> {
   const runtime = o.runtime ?? s.runtime;
-  const events = s.loggedEvents();
-  if (executorMissingForGate(s, events)) {
+  const parsed = s.parsedLog();
+  if (executorMissingForGate(s, parsed)) {
     return Promise.resolve({
       kind: "redriven",
       outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true },
     });
   }
-  const parsed = parseExecutions(events);
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
-  return resumeLatest(events, {
+  return resumeLatest(parsed, {
     tools: s.toolDeps(),
     sessionUid: s.uid,
     log: s.turnLog(),
@@ -331,6 +329,7 @@ function recover(
     observe,
     onDelta: out && deltaRelay(out, live.executionId),
     signal: live.abort.signal,
+    inputHash: s.inputHashes,
   });
 }
 
@@ -341,7 +340,7 @@ function recover(
  * recovery to report, as before: only a refusal is decided here.
  */
 async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Promise<Failure | undefined> {
-  const parsed = parseExecutions(s.loggedEvents());
+  const parsed = s.parsedLog();
   const latest = parsed.ok ? latestExecution(parsed) : undefined;
   const name = (latest && latest.endState === undefined ? latest.start.harness : s.meta.load()!.statics.harness) || DEFAULT_HARNESS;
   const startedMs = s.d.now();
@@ -358,7 +357,7 @@ async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Pr
  * "Forked children"): it cannot be approved, resumed or re-driven in the child (checklist §8.14 #114).
  */
 function inheritedGate(s: SessionState): boolean {
-  const parsed = parseExecutions(s.loggedEvents());
+  const parsed = s.parsedLog();
   if (!parsed.ok) return false;
   const latest = latestExecution(parsed);
   return latest !== undefined && inheritedIntent(parsed, latest) !== undefined;
@@ -366,10 +365,7 @@ function inheritedGate(s: SessionState): boolean {
 
 /** Whether the latest execution never ended (a crash, or a failure Resume may retry). */
 export function interrupted(s: SessionState): boolean {
-  const parsed = parseExecutions(s.loggedEvents());
-  if (!parsed.ok) return false;
-  const latest = latestExecution(parsed);
-  return latest !== undefined && latest.endState === undefined;
+  return s.cache.latestOpen();
 }
 
 function armDeadline(s: SessionState, live: LiveTurn, deadlineUnix: bigint): () => void {

@@ -215,26 +215,65 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
 export function conversation(start: HarnessStart, config: ChatConfig): Message[] {
   const out: Message[] = [];
   if (config.system_prompt) out.push(textMessage("system", config.system_prompt));
-  const open = new Map<string, string>();
-  for (const ev of start.history) out.push(...conversational(ev, open));
-  out.push(...unanswered(open));
+  const { messages, open } = historyConversation(start.history);
+  out.push(...messages);
+  out.push(...unanswered(new Map(open)));
   out.push(...start.inputs);
   return out;
 }
 
+/** The conversation a history says (before any trailing unanswered calls), and the calls still open. */
+interface Built {
+  /** How many history events it was built from. */
+  length: number;
+  messages: Message[];
+  open: Map<string, string>;
+}
+
+/**
+ * The last conversation built, keyed by the last history event it was built from. A session's
+ * next turn hands the same history event objects plus its new ones (the host keeps them:
+ * objects/session/session-cache.ts), so its conversation continues from there instead of being
+ * rebuilt from the first record each turn (issue 12). Only the latest entry of a chain is kept.
+ */
+const built = new WeakMap<Event, Built>();
+
+/** How far back from a history's end a previous turn's last event is looked for. */
+const LOOK_BACK = 4096;
+
+function historyConversation(history: readonly Event[]): { messages: readonly Message[]; open: ReadonlyMap<string, string> } {
+  let from = 0;
+  let messages: Message[] = [];
+  let open = new Map<string, string>();
+  for (let i = history.length - 1; i >= 0 && i >= history.length - LOOK_BACK; i--) {
+    const prev = built.get(history[i]!);
+    if (prev && prev.length === i + 1) {
+      if (prev.length === history.length) return prev;
+      from = prev.length;
+      messages = prev.messages.slice();
+      open = new Map(prev.open);
+      built.delete(history[i]!);
+      break;
+    }
+  }
+  for (let i = from; i < history.length; i++) conversational(history[i]!, open, messages);
+  const last = history[history.length - 1];
+  if (last) built.set(last, { length: history.length, messages, open });
+  return { messages, open };
+}
+
 /** INPUT and OUTPUT messages; a TOOL_RESULT only when it answers a tool call the model made. */
-function conversational(ev: Event, openCalls: Map<string, string>): Message[] {
+function conversational(ev: Event, openCalls: Map<string, string>, out: Message[]): void {
   if ((ev.kind === EventKind.EVENT_INPUT || ev.kind === EventKind.EVENT_OUTPUT) && ev.body.case === "message") {
-    const out = unanswered(openCalls);
+    if (openCalls.size > 0) out.push(...unanswered(openCalls));
     if (ev.kind === EventKind.EVENT_OUTPUT)
       for (const p of ev.body.value.parts) if (p.part.case === "toolCall") openCalls.set(p.part.value.id, p.part.value.tool);
     out.push(ev.body.value);
-    return out;
+    return;
   }
   if (ev.kind === EventKind.EVENT_TOOL_RESULT && ev.body.case === "result" && openCalls.delete(ev.body.value.id)) {
-    return [toolMessage(ev.body.value)];
+    out.push(toolMessage(ev.body.value));
   }
-  return [];
 }
 
 /**
@@ -258,6 +297,17 @@ function unanswered(openCalls: Map<string, string>): Message[] {
   return out;
 }
 
+/**
+ * The tool message answering a result, the same object for the same recorded result on every turn:
+ * the host continues its input hash over messages it has seen before (objects/controller/input-hash.ts).
+ */
+const toolMessages = new WeakMap<ToolResult, Message>();
+
 function toolMessage(result: ToolResult): Message {
-  return create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: result } }] });
+  let m = toolMessages.get(result);
+  if (!m) {
+    m = create(MessageSchema, { role: "tool", parts: [{ part: { case: "toolResult", value: result } }] });
+    toolMessages.set(result, m);
+  }
+  return m;
 }

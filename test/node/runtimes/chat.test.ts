@@ -2,12 +2,13 @@
  * The built-in `chat` harness (runtimes/builtin/chat.ts, BEHAVIOUR.md §7.3) run against a recording
  * sink: what conversation it sends, with which model, and how its config fails.
  */
-import { create } from "@bufbuild/protobuf";
+import { clone, create, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import {
   EventKind,
   EventSchema,
   Lifecycle_Kind,
+  MessageSchema,
   type Event,
   type Message,
   type ToolCall,
@@ -17,7 +18,7 @@ import {
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { assistantText, textMessage, userText } from "../../../proto/messages.js";
 import type { EventSink, HarnessStart, ModelRequest } from "../../../runtimes/harness-spi.js";
-import { createChatHarness } from "../../../runtimes/builtin/chat.js";
+import { conversation, createChatHarness } from "../../../runtimes/builtin/chat.js";
 
 /** A sink that records every call and answers model calls with a fixed assistant text. */
 function recordingSink() {
@@ -199,5 +200,44 @@ describe("chat harness", () => {
     expect(d.models).toEqual(["gpt-x"]);
     expect(d.capabilities?.resumability).toBe(Resumability.STATELESS_REPLAY);
     expect(d.capabilities?.forkSafe).toBe(true);
+  });
+});
+
+describe("chat conversation, continued turn by turn", () => {
+  it("conversation: a history that grows turn by turn (same event objects) gives what a history of fresh copies gives, tool calls and results included", () => {
+    const events: Event[] = [];
+    const ev = (kind: EventKind, body: { case: string; value: unknown }) => create(EventSchema, { executionId: "e", kind, body: body as never });
+    const fresh = (h: Event[]) => h.map((e) => clone(EventSchema, e));
+    const start = (history: Event[]): HarnessStart =>
+      ({
+        sessionUid: "s",
+        executionId: "e",
+        config: new Uint8Array(),
+        history,
+        inputs: [userText("now")],
+        resumeFromSeq: 0n,
+        signal: new AbortController().signal,
+      }) as HarnessStart;
+    for (let turn = 0; turn < 60; turn++) {
+      events.push(ev(EventKind.EVENT_INPUT, { case: "message", value: userText(`q${turn}`) }));
+      if (turn % 3 === 0) {
+        // The model calls a tool; the result is recorded on some turns only (an unanswered call otherwise).
+        events.push(
+          ev(EventKind.EVENT_OUTPUT, {
+            case: "message",
+            value: create(MessageSchema, { role: "assistant", parts: [{ part: { case: "toolCall", value: { id: `c${turn}`, tool: "look" } } }] }),
+          }),
+        );
+        if (turn % 2 === 0)
+          events.push(
+            ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: `c${turn}`, content: [{ part: { case: "text", value: { text: "r" } } }] } }),
+          );
+      }
+      events.push(ev(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(`a${turn}`) }));
+      const config = turn % 5 === 0 ? { system_prompt: "be brief" } : {};
+      const continued = conversation(start(events.slice()), config);
+      const rebuilt = conversation(start(fresh(events)), config);
+      expect(continued.map((m) => toJson(MessageSchema, m))).toEqual(rebuilt.map((m) => toJson(MessageSchema, m)));
+    }
   });
 });

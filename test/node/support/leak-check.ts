@@ -50,7 +50,12 @@ function isVitestCache(dir: string): boolean {
  * tool's cache, removed with the run's folder, not something a test forgot.
  */
 function isTsxCache(name: string): boolean {
-  return /^tsx-\d+$/.test(name);
+  return /^tsx-\d+$/.test(name) || isMiniflareRuntime(name);
+}
+
+/** The workers pool's Miniflare keeps its runtime files in `miniflare-<hash>` under TMPDIR: the pool's own. */
+function isMiniflareRuntime(name: string): boolean {
+  return /^miniflare-[0-9a-f]{32}$/.test(name);
 }
 
 function list(dir: string): string[] {

@@ -1,0 +1,159 @@
+/**
+ * What a session object keeps in memory of its own journal, so no operation re-reads and re-parses
+ * it (issue 12): the decoded records, and their parse into executions (controller/execution-log.ts
+ * `ExecutionLog`). Loaded from SQLite the first time an operation needs it in this object's life,
+ * then extended by every record the session appends. The object is the journal's only writer
+ * (one Durable Object per session), so the cache cannot fall behind it; a fork child's copied
+ * prefix and an erase reset it. Loading it and extending it give the same records and the same
+ * parse (test/node/session/session-cache.test.ts checks that on long randomized journals).
+ *
+ * A journal larger than `maxBytes` (stored bytes) is not kept: every read goes to SQLite again, as
+ * it did before this cache existed, so memory stays bounded whatever the session's size.
+ * @internal
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import { type Event, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
+import type { AppendedRecord, Journal } from "../journal/journal.js";
+
+/** Stored bytes of journal kept decoded in memory at most (the isolate has 128 MB for every object). */
+export const DEFAULT_CACHE_MAX_BYTES = 16 * 1024 * 1024;
+
+const PAGE = 512;
+
+interface Loaded {
+  events: LoggedEvent[];
+  /** The same records' events alone (what a harness's Start.history is made of). */
+  list: Event[];
+  log: ExecutionLog;
+  bytes: number;
+  /** Seqs run 1, 2, 3, ... with no gap (a tampered file may have one: then nothing is cached). */
+  contiguous: boolean;
+}
+
+export class SessionCache {
+  private _loaded: Loaded | undefined;
+  /** Set once the journal outgrew the budget in this object's life: reads go to SQLite. */
+  private _tooLarge = false;
+
+  constructor(
+    private readonly _journal: () => Journal,
+    private readonly _maxBytes = DEFAULT_CACHE_MAX_BYTES,
+  ) {}
+
+  /** Every record of the journal, decoded, in seq order. Callers must not change the array. */
+  events(): LoggedEvent[] {
+    return this._load()?.events ?? readAll(this._journal()).events;
+  }
+
+  /** Records with from <= seq <= to (to = 0: the head). */
+  range(from: bigint, to: bigint): LoggedEvent[] {
+    const loaded = this._load();
+    if (!loaded) return readRange(this._journal(), from, to);
+    const head = BigInt(loaded.events.length);
+    const hi = to <= 0n ? head : to < head ? to : head;
+    const lo = from < 1n ? 1n : from;
+    if (hi < lo) return [];
+    // Seqs are contiguous from 1, so a record's index is its seq - 1.
+    return loaded.events.slice(Number(lo) - 1, Number(hi));
+  }
+
+  /** The events alone of records with from <= seq <= to (to = 0: the head), as a new array. */
+  eventRange(from: bigint, to: bigint): Event[] {
+    const loaded = this._load();
+    if (!loaded) return readRange(this._journal(), from, to).map((e) => e.event);
+    const head = BigInt(loaded.list.length);
+    const hi = to <= 0n ? head : to < head ? to : head;
+    const lo = from < 1n ? 1n : from;
+    if (hi < lo) return [];
+    return loaded.list.slice(Number(lo) - 1, Number(hi));
+  }
+
+  /** The journal's parse into executions (what parseExecutions gives for events()). */
+  parsed(): ParsedLog {
+    const loaded = this._load();
+    if (loaded) return loaded.log.view(loaded.events);
+    const all = readAll(this._journal());
+    return all.log.view(all.events);
+  }
+
+  /** Whether the latest execution never ended (a malformed journal: false, as parseExecutions says). */
+  latestOpen(): boolean {
+    const loaded = this._load();
+    if (loaded) return loaded.log.latestOpen();
+    return readAll(this._journal()).log.latestOpen();
+  }
+
+  /** Records the session just appended (in seq order, right after the cached head). */
+  appended(records: readonly AppendedRecord[]): void {
+    const loaded = this._loaded;
+    if (!loaded) return;
+    for (const r of records) {
+      if (r.seq !== BigInt(loaded.events.length + 1)) {
+        // Not the next record: something wrote around this cache; read the journal again.
+        this._loaded = undefined;
+        return;
+      }
+      loaded.events.push({ seq: r.seq, event: r.decoded });
+      loaded.list.push(r.decoded);
+      loaded.log.push(r.seq, r.decoded);
+      loaded.bytes += r.event.length;
+    }
+    if (loaded.bytes > this._maxBytes) this._drop();
+  }
+
+  /** Forgets everything: the journal was replaced underneath (a fork child's seed, an erase). */
+  reset(): void {
+    this._loaded = undefined;
+    this._tooLarge = false;
+  }
+
+  private _load(): Loaded | undefined {
+    if (this._loaded || this._tooLarge) return this._loaded;
+    const all = readAll(this._journal(), this._maxBytes);
+    if (all.bytes > this._maxBytes || !all.contiguous) {
+      this._tooLarge = true;
+      return undefined;
+    }
+    this._loaded = all;
+    return all;
+  }
+
+  private _drop(): void {
+    this._loaded = undefined;
+    this._tooLarge = true;
+  }
+}
+
+/** Reads and parses the whole journal; stops early (bytes over the limit) once `stopAbove` is passed. */
+function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded {
+  const events: LoggedEvent[] = [];
+  const list: Event[] = [];
+  const log = new ExecutionLog();
+  let bytes = 0;
+  let contiguous = true;
+  for (let at = 1n; ; ) {
+    const page = journal.read(at, 0n, PAGE);
+    for (const r of page) {
+      const event = fromBinary(EventSchema, r.event);
+      if (r.seq !== BigInt(events.length + 1)) contiguous = false;
+      events.push({ seq: r.seq, event });
+      list.push(event);
+      log.push(r.seq, event);
+      bytes += r.event.length;
+    }
+    if (bytes > stopAbove || page.length < PAGE) return { events, list, log, bytes, contiguous };
+    at = page[page.length - 1]!.seq + 1n;
+  }
+}
+
+function readRange(journal: Journal, from: bigint, to: bigint): LoggedEvent[] {
+  const out: LoggedEvent[] = [];
+  if (to < 0n || (to > 0n && to < from)) return out;
+  for (let at = from; ; ) {
+    const page = journal.read(at, to, PAGE);
+    for (const r of page) out.push({ seq: r.seq, event: fromBinary(EventSchema, r.event) });
+    if (page.length < PAGE) return out;
+    at = page[page.length - 1]!.seq + 1n;
+  }
+}

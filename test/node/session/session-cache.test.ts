@@ -1,0 +1,180 @@
+/**
+ * The session's in-memory journal (objects/session/session-cache.ts) against the journal itself:
+ * kept up to date append by append, it must say exactly what a cache rebuilt from SQLite says, and
+ * what parseExecutions says of the stored records: the same records, the same executions, the same
+ * malformation (issue 12: "rebuild-from-journal and incremental must give identical results").
+ * Randomized long journals mix turns, gates and their decisions, receipts, cancels, errors, forks'
+ * markers, crashes (a turn cut short and recovered) and malformed records.
+ */
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { parseExecutions } from "../../../objects/controller/execution-log.js";
+import { SessionCache } from "../../../objects/session/session-cache.js";
+import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
+import { userText } from "../../../proto/messages.js";
+
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { int: (n: number) => Math.floor(next() * n), chance: (p: number) => next() < p };
+}
+
+const ev = (executionId: string, kind: EventKind, body: { case: string | undefined; value?: unknown } = { case: undefined }): Event =>
+  create(EventSchema, { executionId, kind, body: body as never });
+
+interface Open {
+  id: string;
+  /** A gate in progress: its call id, and the seqs of its request and decision once written. */
+  gate?: { call: string; request?: bigint; decision?: bigint };
+}
+
+/** One random step of a journal: mostly well-formed turns and gates, rarely a record the API refuses. */
+function randomStep(r: ReturnType<typeof rng>, n: number, open: Open | undefined, head: bigint): Event[] {
+  const start = () => {
+    const inputs = r.int(3);
+    return [
+      ev(`ex${n}`, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: BigInt(inputs), harness: "echo" } }),
+      ...Array.from({ length: inputs }, () => ev(`ex${n}`, EventKind.EVENT_INPUT, { case: "message", value: userText("in") })),
+    ];
+  };
+  if (r.chance(0.004)) {
+    // Malformed: an effect naming no execution, a record of an unknown one, a late INPUT.
+    const id = open?.id ?? "none";
+    return [
+      [ev("", EventKind.EVENT_OUTPUT), ev(`ghost${n}`, EventKind.EVENT_OUTPUT), ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText("late") })][
+        r.int(3)
+      ]!,
+    ];
+  }
+  if (!open) return r.chance(0.1) ? [ev("", EventKind.EVENT_LIFECYCLE, { case: "lifecycle", value: { kind: Lifecycle_Kind.LIFECYCLE_FORK } })] : start();
+  const id = open.id;
+  const g = open.gate;
+  if (g) {
+    // A gate continues in order (or its turn is canceled while parked).
+    if (r.chance(0.1)) return [ev(id, EventKind.EVENT_END, { case: "end", value: { state: "CANCELED" } })];
+    if (g.request === undefined) {
+      g.request = head + 1n;
+      return [ev(id, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: g.call } })];
+    }
+    if (g.decision === undefined) {
+      g.decision = head + 1n;
+      return [
+        ev(id, EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: g.call, approved: r.chance(0.7), requestSeq: g.request } }),
+      ];
+    }
+    open.gate = undefined;
+    return [ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: g.call, approvalRequestSeq: g.request, approvalDecisionSeq: g.decision } })];
+  }
+  switch (r.int(12)) {
+    case 0:
+      return [ev(id, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "echo", id: `m${n}` } })];
+    case 1:
+    case 2:
+      return [ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText("out") })];
+    case 3:
+    case 4:
+      return [ev(id, EventKind.EVENT_END, { case: "end", value: { state: r.chance(0.8) ? "COMPLETED" : "FAILED" } })];
+    case 5:
+      return [ev(id, EventKind.EVENT_ERROR, { case: "error", value: { code: 13, description: "x" } })];
+    case 6:
+      open.gate = { call: `c${n}` };
+      return [
+        ev(id, EventKind.EVENT_TOOL_CALL, {
+          case: "tool",
+          value: { id: `c${n}`, tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `k${n}` },
+        }),
+      ];
+    case 7:
+      return [ev(id, EventKind.EVENT_USAGE, { case: "usage", value: { model: "m", inputTokens: 1n } })];
+    case 8:
+      return [
+        ev("", EventKind.EVENT_LIFECYCLE, { case: "lifecycle", value: { kind: [Lifecycle_Kind.LIFECYCLE_SUSPEND, Lifecycle_Kind.LIFECYCLE_FORK][r.int(2)]! } }),
+      ];
+    case 9:
+      // A crash: the turn is left open and a new one starts (a recovery would close it first).
+      return start();
+    default:
+      return [
+        ev(id, EventKind.EVENT_TOOL_CALL, {
+          case: "tool",
+          value: { id: `t${n}`, tool: "look", mediation: Mediation.CONTROLLER_MEDIATED, idempotencyKey: `k${n}` },
+        }),
+      ];
+  }
+}
+
+describe("the session's in-memory journal", () => {
+  it("cache: appended record by record, it equals a cache rebuilt from SQLite and parseExecutions, on 40 random journals of up to 600 records", async () => {
+    let malformed = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const r = rng(seed);
+      const fx = setup();
+      const uid = await createSession(fx.host);
+      const s = stateOf(fx.host);
+      // Loaded before the first append, so everything after is incremental.
+      expect(s.loggedEvents()).toEqual([]);
+      let open: Open | undefined;
+      for (let n = 0; n < 150; n++) {
+        const events = randomStep(r, n, open, s.journal.head().seq);
+        inject(fx.host, events);
+        const first = events[0]!;
+        if (first.kind === EventKind.EVENT_EXECUTION_START) open = { id: first.executionId };
+        else if (first.kind === EventKind.EVENT_END) open = undefined;
+        if (n % 25 === 24 || n === 149) {
+          const rebuilt = new SessionCache(() => s.journal);
+          const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+          expect(s.loggedEvents()).toEqual(rebuilt.events());
+          expect(s.loggedEvents()).toEqual(stored);
+          expect(s.parsedLog()).toEqual(rebuilt.parsed());
+          expect(s.parsedLog()).toEqual(parseExecutions(stored));
+          expect(s.cache.latestOpen()).toBe(rebuilt.latestOpen());
+          expect(s.events(3n, 9n)).toEqual(stored.slice(2, 9));
+        }
+      }
+      if (!s.parsedLog().ok) malformed++;
+      void uid;
+    }
+    // The journals must exercise both outcomes.
+    expect(malformed).toBeGreaterThan(2);
+    expect(malformed).toBeLessThan(38);
+  });
+
+  it("cache: turns, a crash (a new host over the same storage), a recovery and a cancel leave it equal to a rebuild", async () => {
+    const fx = setup();
+    const uid = await createSession(fx.host);
+    for (let i = 0; i < 5; i++) await drain(fx.host.exec(execReq({ session: uid, inputs: [userText(`t${i}`)] })));
+    const s = stateOf(fx.host);
+    // An execution cut short: its start and input, and nothing more.
+    inject(fx.host, [
+      ev("cut", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n, harness: "echo" } }),
+      ev("cut", EventKind.EVENT_INPUT, { case: "message", value: userText("cut") }),
+    ]);
+    expect(s.cache.latestOpen()).toBe(true);
+    await drain(fx.host.exec(execReq({ session: uid })));
+    expect(s.cache.latestOpen()).toBe(false);
+    await fx.host.resume();
+    const rebuilt = new SessionCache(() => s.journal);
+    expect(s.loggedEvents()).toEqual(rebuilt.events());
+    expect(s.parsedLog()).toEqual(rebuilt.parsed());
+    expect(s.loggedEvents().length).toBe(Number(s.journal.head().seq));
+  });
+
+  it("cache: a journal over its byte budget is not kept, and every read still answers from SQLite", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const small = new SessionCache(() => s.journal, 200);
+    for (let i = 0; i < 20; i++) inject(fx.host, [ev(`e${i}`, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } })]);
+    const stored = s.journal.read(1n, 0n, 1000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expect(small.events()).toEqual(stored);
+    expect(small.parsed()).toEqual(parseExecutions(stored));
+    expect(small.range(2n, 4n)).toEqual(stored.slice(1, 4));
+  });
+});
