@@ -113,7 +113,7 @@ const rows: Record<string, Row> = {
 
   async fork(u, c) {
     const uid = (await c.create({ name: "bench-fork" })).metadata!.uid;
-    const head = await buildSession(c, uid, RECORDS);
+    const head = await buildSession(c, uid, RECORDS, text300);
     const forkAll = async () => {
       const kids = await retryProxy503(() => c.fork(uid, { at: head, count: CHILDREN }));
       if (kids.length !== CHILDREN) throw new Error(`fork made ${kids.length} children`);
@@ -125,7 +125,7 @@ const rows: Record<string, Row> = {
     for (let r = 0; r < rounds; r++) {
       let kids: Awaited<ReturnType<typeof forkAll>> = [];
       times.push(await timed(async () => (kids = await forkAll())));
-      floor.push(await timed(() => post(`${u}/_bench/insert?n=${head}&size=40&object=fork-floor`)));
+      floor.push(await timed(() => post(`${u}/_bench/insert?n=${head}&size=300&object=fork-floor-${r}-${Date.now()}`)));
       for (const k of kids) await retryProxy503(() => c.delete(k.metadata!.uid));
     }
     const agg = (CHILDREN * Number(head)) / (median(times) / 1000);

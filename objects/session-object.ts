@@ -152,6 +152,20 @@ export class SessionObject extends DurableObject<Env> {
     return withRequestId(requestId, () => this._host.forkSource(atSeq));
   }
 
+  /** A fork child's prefix, packed, as much as fits in about `maxBytes` (worker/fork.ts). */
+  readPacked(from: bigint, to: bigint, maxBytes: number): Outcome<{ pack: Uint8Array; last: bigint }> {
+    return this._host.readPacked(from, to, maxBytes);
+  }
+
+  /** Begins, seeds and seals a fork child in one call where the prefix allows (objects/session/fork.ts). */
+  forkChild(
+    begin: { tenant: string; uid: string; statics: Uint8Array } | undefined,
+    packs: Uint8Array[],
+    seal: { atSeq: bigint; states: States; cloned?: boolean } | undefined,
+  ): Outcome<{ session: Uint8Array; row: DirectoryRow } | true> {
+    return this._host.forkChild({ begin: begin && { ...begin, statics: fromBinary(SessionSchema, begin.statics) }, packs, seal });
+  }
+
   forkBegin(tenant: string, uid: string, statics: Uint8Array): Outcome<true> {
     return this._host.forkBegin(tenant, uid, fromBinary(SessionSchema, statics));
   }

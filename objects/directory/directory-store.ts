@@ -27,11 +27,19 @@ const MIGRATIONS: Migrations = [
   ],
   // 2: tombstones. A deleted session keeps its row (and final head) with deleted_ms set.
   ["ALTER TABLE sessions ADD COLUMN deleted_ms INTEGER"],
+  // 3: the listing order as one ascending key, (-create_ms, uid), indexed over listed rows only,
+  // so a page after a token is a range seek (row-value comparison) rather than a scan from the top.
+  [
+    "ALTER TABLE sessions ADD COLUMN neg_create_ms INTEGER NOT NULL DEFAULT 0",
+    "UPDATE sessions SET neg_create_ms = -create_ms",
+    "CREATE INDEX sessions_listing ON sessions (project, neg_create_ms, uid) WHERE deleted_ms IS NULL",
+    "DROP INDEX sessions_by_project",
+  ],
 ];
 
 const stmts = {
-  upsert: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session)
-           VALUES (?, ?, ?, ?, ?, ?, ?)
+  upsert: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, neg_create_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?, -?3)
            ON CONFLICT (uid) DO UPDATE SET
              project = excluded.project, update_ms = excluded.update_ms, head_seq = excluded.head_seq,
              head_hash = excluded.head_hash, session = excluded.session
@@ -39,13 +47,13 @@ const stmts = {
              AND (excluded.head_seq > sessions.head_seq
               OR (excluded.head_seq = sessions.head_seq AND excluded.update_ms >= sessions.update_ms))`,
   first: `SELECT uid, create_ms, session FROM sessions WHERE project = ? AND deleted_ms IS NULL
-          ORDER BY create_ms DESC, uid ASC LIMIT ?`,
+          ORDER BY neg_create_ms, uid LIMIT ?`,
   after: `SELECT uid, create_ms, session FROM sessions
-          WHERE project = ? AND deleted_ms IS NULL AND (create_ms < ? OR (create_ms = ? AND uid > ?))
-          ORDER BY create_ms DESC, uid ASC LIMIT ?`,
+          WHERE project = ? AND deleted_ms IS NULL AND (neg_create_ms, uid) > (?, ?)
+          ORDER BY neg_create_ms, uid LIMIT ?`,
   head: "SELECT head_seq, head_hash, deleted_ms FROM sessions WHERE uid = ?",
-  tombstone: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, deleted_ms)
-              VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  tombstone: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, deleted_ms, neg_create_ms)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?, -?3)
               ON CONFLICT (uid) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
                 session = excluded.session, deleted_ms = COALESCE(sessions.deleted_ms, excluded.deleted_ms)`,
 } as const;
@@ -101,7 +109,7 @@ export class DirectoryStore {
     } else {
       const after = parsePageToken(pageToken);
       if (!after) return { ok: false, reason: "bad_token" };
-      rows = this._db.query(stmts.after, project, after.createMs, after.createMs, after.uid, size + 1);
+      rows = this._db.query(stmts.after, project, -after.createMs, after.uid, size + 1);
     }
     const page = rows.slice(0, size);
     const last = page[page.length - 1];

@@ -75,6 +75,19 @@ export type AppendResult =
   | { ok: false; reason: "too_large"; index: number; bytes: number; limit: number }
   | { ok: false; reason: "invalid_event"; index: number; detail: string };
 
+/** Rows per INSERT when seeding: five parameters each, at most 100 per statement. */
+const SEED_ROWS = 20;
+const insertStatements = new Map<number, string>();
+
+function insertRows(n: number): string {
+  let sql = insertStatements.get(n);
+  if (!sql) {
+    sql = `INSERT INTO events (seq, prev_hash, hash, fence, event) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?, ?)").join(", ")}`;
+    insertStatements.set(n, sql);
+  }
+  return sql;
+}
+
 /** A row holds at most 2 MB; leave room for the other columns and the page overhead. */
 export const DEFAULT_MAX_EVENT_BYTES = 1_900_000;
 
@@ -196,8 +209,12 @@ export class Journal {
     }
     if (records.length === 0) return { ok: true };
     this._db.transaction(() => {
-      for (const r of records) {
-        this._db.query(stmts.insert, Number(r.seq), r.prevHash, r.hash, Number(r.fence), r.event);
+      // Many rows per statement: a Durable Object binds at most 100 parameters to one.
+      for (let i = 0; i < records.length; i += SEED_ROWS) {
+        const batch = records.slice(i, i + SEED_ROWS);
+        const params: (number | string | Uint8Array)[] = [];
+        for (const r of batch) params.push(Number(r.seq), r.prevHash, r.hash, Number(r.fence), r.event);
+        this._db.query(insertRows(batch.length), ...params);
       }
     });
     const last = records[records.length - 1]!;

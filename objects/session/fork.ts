@@ -11,6 +11,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import { ComputeState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
+import { unpackRecords } from "../journal/record-pack.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { isMemoryTier } from "./memory-restore.js";
@@ -152,6 +153,30 @@ export function forkFinish(s: SessionState, atSeq: bigint, states: States, clone
       session: bytes,
     },
   });
+}
+
+/** What one call builds of a child: begun (the first call), seeded with packed records, sealed (the last). */
+export interface ForkChildStep {
+  begin?: { tenant: string; uid: string; statics: Session };
+  /** Runs of the parent's prefix, packed (journal/record-pack.ts), in seq order. */
+  packs: Uint8Array[];
+  seal?: { atSeq: bigint; states: States; cloned?: boolean };
+}
+
+/**
+ * A child's begin, seed and seal in as few Durable Object calls as the prefix allows (one, when it
+ * fits in one call): worker/fork.ts sends the parent's prefix packed, once per child.
+ */
+export function forkChild(s: SessionState, step: ForkChildStep): Outcome<{ session: Uint8Array; row: DirectoryRow } | true> {
+  if (step.begin) {
+    const begun = forkBegin(s, step.begin.tenant, step.begin.uid, step.begin.statics);
+    if (!begun.ok) return begun;
+  }
+  for (const pack of step.packs) {
+    const seeded = forkSeed(s, unpackRecords(pack));
+    if (!seeded.ok) return seeded;
+  }
+  return step.seal ? forkFinish(s, step.seal.atSeq, step.seal.states, step.seal.cloned) : success(true);
 }
 
 /** Erases a child of a fan-out that failed, so a refused fork leaves no phantom behind. */

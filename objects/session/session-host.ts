@@ -12,7 +12,8 @@ import type { StoredRecord } from "../journal/journal.js";
 import { approveGate, onApprovalAlarm, type Decision } from "./approvals.js";
 import { auditSession, type AuditReport } from "./audit.js";
 import { notFound } from "./failures.js";
-import { forkBegin, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
+import { forkBegin, forkChild, type ForkChildStep, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
+import { packRecords } from "../journal/record-pack.js";
 import { cancelSession, deleteSession, suspendSession } from "./lifecycle-ops.js";
 import { forkClone, forkRelease, type ForkClone } from "./memory-fork.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
@@ -72,6 +73,28 @@ export class SessionHost {
     return success(rows.slice(0, n));
   }
 
+  /**
+   * Records with from <= seq <= to, packed (journal/record-pack.ts), as many as fit in about
+   * `maxBytes`, and the seq of the last one: a fork's copy of its prefix.
+   */
+  readPacked(from: bigint, to: bigint, maxBytes: number): Outcome<{ pack: Uint8Array; last: bigint }> {
+    if (!this._s.exists()) return notFound();
+    const records: StoredRecord[] = [];
+    let bytes = 0;
+    for (let at = from < 1n ? 1n : from; at <= to && bytes < maxBytes; ) {
+      const page = this._s.journal.read(at, to, 1000);
+      if (page.length === 0) break;
+      for (const r of page) {
+        if (records.length > 0 && bytes + r.event.length > maxBytes) break;
+        records.push(r);
+        bytes += r.event.length + 100;
+      }
+      at = records[records.length - 1]!.seq + 1n;
+      if (records[records.length - 1] !== page[page.length - 1]) break;
+    }
+    return success({ pack: packRecords(records), last: records[records.length - 1]?.seq ?? from - 1n });
+  }
+
   /** Records with from <= seq <= to (to = 0: head) as enveloped LogRecords (record-stream.ts). */
   replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
     if (!this._s.exists()) return notFound();
@@ -123,6 +146,10 @@ export class SessionHost {
 
   forkSource(atSeq: bigint): Promise<Outcome<ForkSource>> {
     return this._orGone(() => forkSource(this._s, atSeq));
+  }
+
+  forkChild(step: ForkChildStep): Outcome<{ session: Uint8Array; row: DirectoryRow } | true> {
+    return forkChild(this._s, step);
   }
 
   forkBegin(tenant: string, uid: string, statics: Session): Outcome<true> {
