@@ -66,6 +66,17 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
+  /** The five-row baseline, answered as a byte stream over the call (what Exec returns). */
+  fiveStream(): ReadableStream<Uint8Array> {
+    const head = this.five();
+    return new ReadableStream({
+      start(ctl) {
+        ctl.enqueue(new TextEncoder().encode(JSON.stringify({ head })));
+        ctl.close();
+      },
+    });
+  }
+
   /**
    * The floor of Replay: makes sure this object holds `n` rows of `size` bytes (written on first
    * use), then reads all of them and returns their bytes, concatenated.

@@ -14,6 +14,13 @@ export interface Harness {
   describe(signal?: AbortSignal): Promise<HarnessDescriptor> | HarnessDescriptor;
   /** Resolves when the execution completed; a rejection fails it (an ERROR is journaled). */
   run(start: HarnessStart, sink: EventSink): Promise<void>;
+  /**
+   * Set by a harness that runs inside the host and reaches nothing but its sink (the built-in
+   * echo and chat): nothing outside the host can see what it does between two sink calls, so the
+   * host may commit its OUTPUT and USAGE records with the turn's next commit instead of one by one
+   * (docs/behaviour.md §1.5 "When records commit"). Never set it on a harness with other effects.
+   */
+  readonly sinkOnly?: boolean;
 }
 
 export interface HarnessStart {

@@ -35,6 +35,8 @@ export async function serveBench(req: Request, env: Env): Promise<Response> {
       return Response.json({ head: await stub.plain(n, size) });
     case "/_bench/five":
       return Response.json({ head: await stub.five() });
+    case "/_bench/five-stream":
+      return new Response(await stub.fiveStream());
     case "/_bench/read":
       return new Response(await stub.read(n, size));
     case "/_bench/insert":

@@ -45,6 +45,11 @@ export interface LiveSinkOptions {
   tools?: Omit<ToolContext, "executionId" | "writer" | "signal">;
   /** The session's incremental input hash (input-hash.ts); modelInputHash from scratch without one. */
   inputHash?: InputHashCache;
+  /**
+   * The harness reaches nothing but this sink (Harness.sinkOnly): its OUTPUT and USAGE records, and
+   * a host-run model's MODEL_CALL and answer, are staged for the turn's next commit.
+   */
+  sinkOnly?: boolean;
 }
 
 export class LiveSink implements EventSink {
@@ -97,10 +102,12 @@ export class LiveSink implements EventSink {
       }
       const call = wireModelCall(req);
       const inputHash = this._o.inputHash ? this._o.inputHash.hash(call) : modelInputHash(call);
-      this._record(EventKind.EVENT_MODEL_CALL, {
-        case: "model",
-        value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }),
-      });
+      // Committed before the call leaves the host; a host-run model's call leaves nothing.
+      this._record(
+        EventKind.EVENT_MODEL_CALL,
+        { case: "model", value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }) },
+        this._staysInHost(model),
+      );
       return this._invokeAndRecord({ ...req, model });
     });
   }
@@ -130,13 +137,14 @@ export class LiveSink implements EventSink {
     this._check();
     // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
     if (onDelta && streamed) onDelta("", true);
-    this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message });
+    // A provider's answer cost a call: it is committed at once. A host-run model's can wait.
+    this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message }, this._staysInHost(req.model));
     return res;
   }
 
   output(text: string): Promise<void> {
     return this._serial(async () => {
-      this._record(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(text) });
+      this._record(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(text) }, this._o.sinkOnly === true);
     });
   }
 
@@ -196,13 +204,28 @@ export class LiveSink implements EventSink {
 
   usage(usage: Usage): Promise<void> {
     return this._serial(async () => {
-      this._record(EventKind.EVENT_USAGE, { case: "usage", value: usage });
+      this._record(EventKind.EVENT_USAGE, { case: "usage", value: usage }, this._o.sinkOnly === true);
     });
   }
 
-  private _record(kind: EventKind, body: Event["body"]): void {
+  /** A sink-only harness calling a model answered inside the host: nothing leaves the object. */
+  private _staysInHost(model: string): boolean {
+    return this._o.sinkOnly === true && this._o.models.inProcess?.(model) === true;
+  }
+
+  /** Records one event: now, or staged for the turn's next commit (see TurnWriter). */
+  private _record(kind: EventKind, body: Event["body"], staged = false): void {
     this._check();
-    this._append([create(EventSchema, { executionId: this._o.executionId, kind, body })]);
+    const ev = create(EventSchema, { executionId: this._o.executionId, kind, body });
+    if (!staged) {
+      this._append([ev]);
+      return;
+    }
+    try {
+      this._o.writer.stage([ev]);
+    } catch (e) {
+      throw this.latch(e instanceof Error ? e : new Error(String(e)));
+    }
   }
 
   /**

@@ -79,6 +79,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     signal: plan.signal,
     onDelta: deps.onDelta,
     inputHash: deps.inputHash,
+    sinkOnly: plan.harness.sinkOnly === true,
     tools: deps.tools && {
       ...deps.tools,
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
@@ -158,7 +159,11 @@ export function concludeTurn(writer: TurnWriter, executionId: string, signal: Ab
 
 function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome {
   // A park is not a failure: the gate's records are the turn's last until a decision.
-  if (e instanceof ApprovalParkedError) return { kind: "parked", gate: e.ref };
+  if (e instanceof ApprovalParkedError) {
+    // The gate's own records are committed; anything staged before them was committed with them.
+    writer.flush();
+    return { kind: "parked", gate: e.ref };
+  }
   if (e instanceof AppendRefusedError) {
     return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
   }

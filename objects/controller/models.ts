@@ -20,6 +20,11 @@ export interface ModelInvoker {
   resolve(requested: string): string;
   /** Whether a provider on this host can serve `model`. */
   serves(model: string): boolean;
+  /**
+   * Whether `model` is answered inside the host with no request leaving it (the echo model): its
+   * MODEL_CALL then need not be committed before the call, only before anything leaves the host.
+   */
+  inProcess?(model: string): boolean;
   /** Invokes the provider for a request whose model is already resolved. */
   invoke(req: ModelRequest, opts: InvokeOptions): Promise<ModelResponse>;
   /** Live provider calls made through this invoker. */
@@ -46,6 +51,7 @@ export function createModelInvoker(o: ModelInvokerOptions = {}): ModelInvoker {
     // With a provider configured, an unnamed model is a configuration error, not a silent echo.
     resolve: (requested) => requested || o.sessionModel || o.defaultModel || (o.provider ? "" : ECHO_MODEL),
     serves: (model) => model === ECHO_MODEL || (model !== "" && o.provider !== undefined),
+    inProcess: (model) => model === ECHO_MODEL,
     async invoke(req, opts) {
       calls++;
       if (req.model === ECHO_MODEL) return echoModel(req);

@@ -1,9 +1,15 @@
 /**
  * Appends one turn's records under the turn's fence and hands each committed batch to the
  * observer (the Exec stream). A refused append stops the turn with AppendRefusedError.
+ *
+ * Records may also be staged: prepared (checked and encoded) now, committed with the turn's next
+ * append. The live sink stages what nothing outside the object can see before the next commit:
+ * a sink-only harness's OUTPUT and USAGE, a host-run model's MODEL_CALL (docs/behaviour.md §1.5,
+ * "When records commit"). Every commit carries the staged records first, in order, so the journal
+ * is exactly what appending them one by one would have written; only the number of commits drops.
  */
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import type { AppendedRecord, AppendResult, Head } from "../journal/journal.js";
+import type { AppendedRecord, AppendResult, Head, Prepared, PreparedEvent } from "../journal/journal.js";
 import { AppendRefusedError } from "./errors.js";
 
 /** The session's journal as the controller sees it: projections are applied underneath. */
@@ -12,11 +18,17 @@ export interface TurnLog {
   head(): Head;
   /** Decoded events with from <= seq <= to (to = 0: head). */
   events(from: bigint, to: bigint): Event[];
+  /** Checks and encodes events without writing (Journal.prepare); without it nothing is staged. */
+  prepare?(events: readonly Event[]): Prepared;
+  /** Appends prepared events, as `append` appends events. */
+  commit?(prepared: readonly PreparedEvent[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult;
 }
 
 export type RecordObserver = (records: readonly AppendedRecord[]) => void;
 
 export class TurnWriter {
+  private _staged: PreparedEvent[] = [];
+
   constructor(
     private readonly _log: TurnLog,
     private _fence: bigint,
@@ -27,12 +39,37 @@ export class TurnWriter {
     return this._fence;
   }
 
-  /** Appends at head under the turn's fence; throws AppendRefusedError when refused. */
+  /** Appends at head under the turn's fence, after whatever is staged; throws AppendRefusedError when refused. */
   append(events: readonly Event[]): AppendedRecord[] {
-    const r = this._log.append(events, { fence: this._fence });
-    if (!r.ok) throw new AppendRefusedError(r);
-    this._observe(r.records);
-    return r.records;
+    const { prepare, commit } = this._log;
+    if (this._staged.length === 0 || !prepare || !commit) return this._done(this._log.append(events, { fence: this._fence }));
+    const p = prepare(events);
+    if (!p.ok) throw new AppendRefusedError(p);
+    const all = [...this._staged, ...p.events];
+    this._staged = [];
+    return this._done(commit(all, { fence: this._fence }));
+  }
+
+  /**
+   * Holds `events` back until the turn's next commit. They are checked now: one that could not be
+   * stored throws AppendRefusedError here, as an append would. Without staging, they are appended.
+   */
+  stage(events: readonly Event[]): void {
+    if (!this._log.prepare || !this._log.commit) {
+      this.append(events);
+      return;
+    }
+    const p = this._log.prepare(events);
+    if (!p.ok) throw new AppendRefusedError(p);
+    this._staged.push(...p.events);
+  }
+
+  /** Commits whatever is staged (nothing when nothing is). */
+  flush(): void {
+    if (this._staged.length === 0) return;
+    const staged = this._staged;
+    this._staged = [];
+    this._done(this._log.commit!(staged, { fence: this._fence }));
   }
 
   /** The turn's first append: CAS on `expectedSeq` and a freshly minted fence, in one transaction. */
@@ -43,5 +80,11 @@ export class TurnWriter {
       this._observe(r.records);
     }
     return r;
+  }
+
+  private _done(r: AppendResult): AppendedRecord[] {
+    if (!r.ok) throw new AppendRefusedError(r);
+    this._observe(r.records);
+    return r.records;
   }
 }

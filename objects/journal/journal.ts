@@ -68,6 +68,17 @@ export interface AppendOptions {
   project?: (records: readonly AppendedRecord[]) => void;
 }
 
+/** An event ready to be appended: in normal form and encoded. */
+export interface PreparedEvent {
+  decoded: Event;
+  bytes: Uint8Array;
+}
+
+export type Prepared =
+  | { ok: true; events: PreparedEvent[] }
+  | { ok: false; reason: "too_large"; index: number; bytes: number; limit: number }
+  | { ok: false; reason: "invalid_event"; index: number; detail: string };
+
 export type AppendResult =
   | { ok: true; records: AppendedRecord[]; fence: bigint }
   | { ok: false; reason: "conflict"; head: bigint; expected: bigint }
@@ -133,7 +144,18 @@ export class Journal {
    * Nothing is written unless every event is valid and fits, the CAS holds and the fence is current.
    */
   append(events: readonly Event[], opts: AppendOptions): AppendResult {
-    const prepared: { decoded: Event; bytes: Uint8Array; hash: ContentHash }[] = [];
+    const p = this.prepare(events);
+    return p.ok ? this.commit(p.events, opts) : p;
+  }
+
+  /**
+   * Each event in normal form and encoded, checked against the size limit: what an append would
+   * refuse for the events themselves, decided without touching storage. A turn prepares the
+   * records it holds back until its next commit (controller/turn-writer.ts), so a record that
+   * cannot be stored is refused when it is made, not later.
+   */
+  prepare(events: readonly Event[]): Prepared {
+    const prepared: PreparedEvent[] = [];
     for (let i = 0; i < events.length; i++) {
       try {
         const decoded = normalizeEvent(events[i]!);
@@ -141,11 +163,17 @@ export class Journal {
         if (bytes.length > this._maxEventBytes) {
           return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };
         }
-        prepared.push({ decoded, bytes, hash: GENESIS_HASH });
+        prepared.push({ decoded, bytes });
       } catch (e) {
         return { ok: false, reason: "invalid_event", index: i, detail: errorText(e) };
       }
     }
+    return { ok: true, events: prepared };
+  }
+
+  /** Appends prepared events in order, in one transaction (CAS, fence, link, hash, insert). */
+  commit(events: readonly PreparedEvent[], opts: AppendOptions): AppendResult {
+    const prepared = events.map((e) => ({ ...e, hash: GENESIS_HASH }));
     let result: AppendResult;
     try {
       result = this._db.transaction((): AppendResult => {

@@ -28,7 +28,7 @@ import type { TurnLog } from "../controller/turn-writer.js";
 import type { LiveSinkOptions } from "../controller/live-sink.js";
 import type { ToolExecutor } from "../controller/tools.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
-import { Journal, type AppendedRecord, type AppendResult } from "../journal/journal.js";
+import { Journal, type AppendedRecord, type AppendResult, type PreparedEvent } from "../journal/journal.js";
 import type { SqlDb } from "../storage/sql.js";
 import { MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
@@ -450,17 +450,25 @@ export class SessionState {
   turnLog(): TurnLog {
     return {
       append: (events, opts) => this.append(events, opts),
+      prepare: (events) => this.journal.prepare(events),
+      commit: (prepared, opts) => this.commit(prepared, opts),
       head: () => this.journal.head(),
       events: (from, to) => this.cache.eventRange(from, to),
     };
   }
 
   append(events: readonly Event[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult {
+    const p = this.journal.prepare(events);
+    return p.ok ? this.commit(p.events, opts) : p;
+  }
+
+  /** Appends prepared events (journal.prepare), with this session's projections, in one transaction. */
+  commit(prepared: readonly PreparedEvent[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult {
     const meta = this.meta.load()!;
     const before: States = { computeState: meta.computeState, execState: meta.execState, pending: meta.pending };
     let after = before;
     const now = this.d.now();
-    const r = this.journal.append(events, {
+    const r = this.journal.commit(prepared, {
       ...opts,
       project: (records: readonly AppendedRecord[]) => {
         after = projectRecords(

@@ -65,6 +65,8 @@ export const DEFAULT_MAX_STEPS = 8;
 
 export function createChatHarness(opts: { models?: string[] } = {}): Harness {
   return {
+    // It reaches the world only through its sink: the host may group its records' commits.
+    sinkOnly: true,
     describe() {
       return create(HarnessDescriptorSchema, {
         id: "chat",

@@ -13,6 +13,7 @@ import type { Harness, ModelRequest, ModelResponse } from "../harness-spi.js";
 export const ECHO_MODEL = "echo";
 
 export const echoHarness: Harness = {
+  sinkOnly: true,
   describe() {
     return create(HarnessDescriptorSchema, {
       id: "echo",
