@@ -14,7 +14,7 @@
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
@@ -79,14 +79,34 @@ async function buildTo(systems: System[], long: Map<SystemName, PeerSession>, tu
   }
 }
 
-async function storageBytes(systems: System[], sizes: (files: string[]) => Promise<number[]>): Promise<Map<SystemName, number>> {
-  const out = new Map<SystemName, number>();
-  for (const sys of systems)
-    out.set(
-      sys.name,
-      (await sizes(sys.storageFiles())).reduce((a, b) => a + b, 0),
-    );
+/** Logical SQLite bytes per system, by storage group (a Durable Object class, or a database file). */
+async function storageBytes(systems: System[], sizes: (files: string[]) => Promise<number[]>): Promise<Map<SystemName, Map<string, number>>> {
+  const out = new Map<SystemName, Map<string, number>>();
+  for (const sys of systems) {
+    const files = sys.storageFiles();
+    const bytes = await sizes(files);
+    const groups = new Map<string, number>();
+    files.forEach((f, i) => {
+      const g = f.endsWith(".sqlite") && /^[0-9a-f]{64}\.sqlite$/.test(basename(f)) ? basename(dirname(f)) : basename(f);
+      groups.set(g, (groups.get(g) ?? 0) + bytes[i]!);
+    });
+    out.set(sys.name, groups);
+  }
   return out;
+}
+
+function total(groups: Map<string, number> | undefined): number {
+  return [...(groups ?? new Map<string, number>()).values()].reduce((a, b) => a + b, 0);
+}
+
+/** "name=B/turn" for each storage group that grew, largest first. */
+function growthByGroup(before: Map<string, number> | undefined, after: Map<string, number>, turns: number): string {
+  return [...after]
+    .map(([g, b]) => [g, (b - (before?.get(g) ?? 0)) / turns] as const)
+    .filter(([, d]) => d !== 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([g, d]) => `${g}=${formatValue(d)}`)
+    .join(" ");
 }
 
 async function atLevel(systems: System[], long: Map<SystemName, PeerSession>, turns: Map<SystemName, number>): Promise<Map<SystemName, number[]>> {
@@ -207,6 +227,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   for (const sys of systems) long.set(sys.name, await sys.open("long", "long"));
   const turns = new Map<SystemName, number>(systems.map((s) => [s.name, 0]));
   let storage: Partial<Record<SystemName, number>> | undefined;
+  const storageNotes: string[] = [];
   for (const level of cfg.levels) {
     if (storage === undefined) {
       // The first level is built turn by turn, so its storage is what real turns leave behind.
@@ -216,7 +237,9 @@ async function main(cleanup: Cleanup): Promise<void> {
       await buildTo(systems, long, turns, level);
       const after = await storageBytes(systems, langgraph.sizes);
       const grown = level - Math.min(STORAGE_FROM, level);
-      storage = Object.fromEntries(systems.map((s) => [s.name, grown > 0 ? (after.get(s.name)! - before.get(s.name)!) / grown : Number.NaN]));
+      storage = Object.fromEntries(systems.map((s) => [s.name, grown > 0 ? (total(after.get(s.name)) - total(before.get(s.name))) / grown : Number.NaN]));
+      if (grown > 0)
+        for (const sys of systems) storageNotes.push(`${sys.name}: ${growthByGroup(before.get(sys.name), after.get(sys.name)!, grown) || "no growth"}`);
     } else {
       log(`extending long sessions to ${level} turns in bulk … [${elapsed()}]`);
       for (const sys of systems) {
@@ -285,6 +308,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(
     `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms`,
   );
+  if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
   console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host)`);
   console.log("");
   for (const m of metrics) console.log(summaryLine(m));
