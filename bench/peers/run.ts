@@ -7,13 +7,13 @@
  * rotates each round) and the table reports medians, with each peer's ratio to ours (peer ÷ ours),
  * plus the transport floors. It is a benchmark: it asserts nothing, and no test runs it.
  *
- * Levels are env vars: PEERS_FRESH_ROUNDS (5), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
+ * Levels are env vars: PEERS_FRESH_ROUNDS (8), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
  * level), PEERS_LEVEL_TURNS (7 measured turns per level), PEERS_PARALLEL (16 sessions),
- * PEERS_PARALLEL_TURNS (10 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (20),
+ * PEERS_PARALLEL_TURNS (10 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
  * PEERS_FLOOR_SAMPLES (200).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
@@ -33,7 +33,7 @@ function whole(name: string, fallback: number): number {
 }
 
 const cfg = {
-  freshRounds: whole("PEERS_FRESH_ROUNDS", 5),
+  freshRounds: whole("PEERS_FRESH_ROUNDS", 8),
   freshTurns: 20,
   levels: (process.env.PEERS_LEVELS ?? "1000,5000")
     .split(",")
@@ -44,15 +44,20 @@ const cfg = {
   parallel: whole("PEERS_PARALLEL", 16),
   parallelTurns: whole("PEERS_PARALLEL_TURNS", 10),
   parallelRounds: whole("PEERS_PARALLEL_ROUNDS", 3),
-  fsyncTurns: whole("PEERS_FSYNC_TURNS", 20),
+  fsyncTurns: whole("PEERS_FSYNC_TURNS", 50),
   floorSamples: whole("PEERS_FLOOR_SAMPLES", 200),
 };
 /** Storage is the growth between these two points of the long session (fixed overhead left out). */
 const STORAGE_FROM = 20;
 
 const log = (line: string) => console.log(`bench peers: ${line}`);
+/** The 1-minute load average at each phase's start: a busy machine makes a run disagree with the next. */
+const loads: number[] = [];
 const started = performance.now();
-const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
+const elapsed = () => {
+  loads.push(loadavg()[0]!);
+  return `${((performance.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(1)}`;
+};
 
 async function fresh(systems: System[]): Promise<Map<SystemName, number[]>> {
   const times = new Map<SystemName, number[]>(systems.map((s) => [s.name, []]));
@@ -309,6 +314,9 @@ async function main(cleanup: Cleanup): Promise<void> {
     `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms`,
   );
   if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
+  console.log(
+    `machine: ${availableParallelism()} cores, Node ${process.version}; 1-minute load average over the phases ${formatValue(Math.min(...loads))}–${formatValue(Math.max(...loads))}`,
+  );
   console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host)`);
   console.log("");
   for (const m of metrics) console.log(summaryLine(m));
