@@ -64,6 +64,7 @@ export function groupPids(group: number, comm: string): number[] {
 
 export interface PeersWorker {
   url: string;
+  logFile: string;
   child: ChildProcess;
   persistDir: string;
 }
@@ -115,7 +116,7 @@ export async function startPeersWorker(persistDir: string, cleanup: Cleanup): Pr
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`the peers' wrangler dev exited with ${child.exitCode}:\n${readFileSync(logFile, "utf8").slice(-2000)}`);
     try {
-      if ((await fetch(`${url}/floor`)).ok) return { url, child, persistDir };
+      if ((await fetch(`${url}/floor`)).ok) return { url, logFile, child, persistDir };
     } catch {
       // not listening yet
     }

@@ -12,7 +12,7 @@
  * PEERS_PARALLEL_TURNS (10 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
  * PEERS_FLOOR_SAMPLES (200).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -134,7 +134,9 @@ async function parallel(systems: System[]): Promise<Map<SystemName, ParallelResu
   const out = new Map<SystemName, ParallelResult>(systems.map((s) => [s.name, { throughput: [], latencies: [] }]));
   for (let r = 0; r < cfg.parallelRounds; r++) {
     for (const sys of roundOrder(systems, r)) {
-      const sessions = await Promise.all(Array.from({ length: cfg.parallel }, (_, i) => sys.open(`par-${r}-${i}`, "fresh")));
+      // Opened one by one: the load measured is turns, not session creation.
+      const sessions: PeerSession[] = [];
+      for (let i = 0; i < cfg.parallel; i++) sessions.push(await sys.open(`par-${r}-${i}`, "fresh"));
       // Each session's first turn (the object's start) is not part of the load.
       await Promise.all(sessions.map((s) => s.turn("warm")));
       const res = out.get(sys.name)!;
@@ -213,6 +215,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   const ours = await startOurs(join(root, "ours"), cleanup);
   const worker = await startPeersWorker(join(root, "peers"), cleanup);
   const floorUrl = await startFloorServer(cleanup);
+  logFiles.push(ours.logFile, worker.logFile);
   const systems: System[] = [ours, langgraph, aiChat(worker), bareDo(worker)];
   log(`config ${JSON.stringify(cfg)}`);
 
@@ -325,6 +328,8 @@ async function main(cleanup: Cleanup): Promise<void> {
 }
 
 const cleanup = new Cleanup();
+/** The servers' logs, shown when a run fails. */
+const logFiles: string[] = [];
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
   process.once(sig, () => {
     log(`${sig}: stopping every process this run started …`);
@@ -336,6 +341,14 @@ try {
 } catch (e) {
   process.exitCode = 1;
   console.error(e);
+  // The servers' storage (and their logs) go with the cleanup: show the end of each log first.
+  for (const f of logFiles) {
+    if (!existsSync(f)) continue;
+    const lines = readFileSync(f, "utf8")
+      .split("\n")
+      .filter((l) => !l.includes('"msg":"rpc"'));
+    console.error(`--- last lines of ${basename(f)} ---\n${lines.slice(-30).join("\n")}`);
+  }
 } finally {
   await cleanup.run();
 }

@@ -63,6 +63,7 @@ function wranglerGroupOf(persistDir: string): number {
 }
 
 export interface Ours extends System {
+  logFile: string;
   /** Requests the model stand-in received (the echo model runs in the host: expected 0). */
   stubCalls(): number;
 }
@@ -99,6 +100,7 @@ export async function startOurs(persistDir: string, cleanup: Cleanup): Promise<O
   const group = wranglerGroupOf(persistDir);
   return {
     name: "ours",
+    logFile: server.logFile,
     stubCalls: () => stubCalls,
     storageFiles: () => doFiles(persistDir),
     fsyncPids: () => groupPids(group, "workerd"),
