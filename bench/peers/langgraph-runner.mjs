@@ -87,16 +87,23 @@ const ops = {
   file: ({ store: name }) => store(name).file,
 };
 
+/** Replies to the bench; a bench that is gone (stopped, or interrupted) ends the runner. */
+function reply(msg) {
+  if (!process.connected) return process.exit(0);
+  process.send(msg, (err) => {
+    if (err) process.exit(0);
+  });
+}
+
 process.on("message", async (msg) => {
   try {
-    const result = await ops[msg.op](msg);
-    process.send({ id: msg.id, ok: true, result });
+    reply({ id: msg.id, ok: true, result: await ops[msg.op](msg) });
   } catch (e) {
-    process.send({ id: msg.id, ok: false, error: String(e?.stack ?? e) });
+    reply({ id: msg.id, ok: false, error: String(e?.stack ?? e) });
   }
 });
 process.on("disconnect", () => {
   for (const s of stores.values()) s.db.close();
   process.exit(0);
 });
-process.send({ ready: true });
+reply({ ready: true });

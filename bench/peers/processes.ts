@@ -12,22 +12,24 @@ import { freePort, groupAlive, ROOT, sleep } from "../../scripts/dev-server.js";
 /** Stop actions, run last-registered first; idempotent. */
 export class Cleanup {
   private readonly _steps: (() => Promise<void>)[] = [];
-  private _ran = false;
+  private _running: Promise<void> | undefined;
 
   add(step: () => Promise<void>): void {
     this._steps.push(step);
   }
 
-  async run(): Promise<void> {
-    if (this._ran) return;
-    this._ran = true;
-    for (const step of this._steps.reverse()) {
-      try {
-        await step();
-      } catch {
-        // best effort: the next step still runs
+  /** Every caller (the normal end, SIGINT, a SIGTERM that follows it) waits for the same one run. */
+  run(): Promise<void> {
+    this._running ??= (async () => {
+      for (const step of this._steps.reverse()) {
+        try {
+          await step();
+        } catch {
+          // best effort: the next step still runs
+        }
       }
-    }
+    })();
+    return this._running;
   }
 }
 

@@ -209,6 +209,9 @@ async function main(cleanup: Cleanup): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), "bench-peers-"));
   cleanup.add(async () => rmSync(root, { recursive: true, force: true }));
   for (const d of ["ours", "peers", "langgraph"]) mkdirSync(join(root, d));
+  // wrangler makes an (empty) .wrangler/tmp beside the peers' config; a run that made it removes it.
+  const wranglerDir = join(HERE, "worker", ".wrangler");
+  if (!existsSync(wranglerDir)) cleanup.add(async () => rmSync(wranglerDir, { recursive: true, force: true }));
 
   log("starting ours (wrangler dev), the peers' worker (wrangler dev), the LangGraph runner and the floor server …");
   const langgraph = await startLangGraph(join(root, "langgraph"), cleanup);
@@ -331,11 +334,15 @@ const cleanup = new Cleanup();
 /** The servers' logs, shown when a run fails. */
 const logFiles: string[] = [];
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => {
+  // `on`, not `once`: a second signal (npm and tsx pass theirs on too) must not end the run before
+  // its cleanup has stopped every server.
+  process.on(sig, () => {
     log(`${sig}: stopping every process this run started …`);
     void cleanup.run().then(() => process.exit(130));
   });
 }
+// With the terminal gone, a write fails with EPIPE; the cleanup must still run.
+for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
 try {
   await main(cleanup);
 } catch (e) {
