@@ -12,7 +12,7 @@
  * PEERS_PARALLEL_TURNS (30 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
  * PEERS_FLOOR_SAMPLES (200).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -168,7 +168,7 @@ async function fsyncs(systems: System[], dir: string, cleanup: Cleanup): Promise
   return out;
 }
 
-async function floors(httpUrl: string, workerUrl: string): Promise<{ http: number; worker: number; ws: number }> {
+async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<{ http: number; worker: number; ws: number; fsync: number }> {
   const ws = new WebSocket(`${workerUrl.replace(/^http/, "ws")}/ws-echo/floor`);
   await new Promise<void>((ok, fail) => {
     ws.once("open", () => ok());
@@ -187,17 +187,28 @@ async function floors(httpUrl: string, workerUrl: string): Promise<{ http: numbe
     await got;
     return performance.now() - t;
   };
-  const samples = { http: [] as number[], worker: [] as number[], ws: [] as number[] };
+  // The disk every system here commits to: a 4 KiB write and its fsync, in the run's temp folder.
+  const fd = openSync(join(dir, "fsync-floor"), "w");
+  const page = Buffer.alloc(4096, 1);
+  const fsyncOnce = async () => {
+    const t = performance.now();
+    writeSync(fd, page, 0, page.length, 0);
+    fsyncSync(fd);
+    return performance.now() - t;
+  };
+  const samples = { http: [] as number[], worker: [] as number[], ws: [] as number[], fsync: [] as number[] };
   const probes = [
     async () => samples.http.push(await post(httpUrl)),
     async () => samples.worker.push(await post(`${workerUrl}/floor`)),
     async () => samples.ws.push(await wsOnce()),
+    async () => samples.fsync.push(await fsyncOnce()),
   ];
   for (let i = 0; i < 10; i++) for (const p of probes) await p(); // warm-up, discarded
-  samples.http.length = samples.worker.length = samples.ws.length = 0;
+  samples.http.length = samples.worker.length = samples.ws.length = samples.fsync.length = 0;
   for (let r = 0; r < cfg.floorSamples; r++) for (const p of roundOrder(probes, r)) await p();
   ws.close();
-  return { http: median(samples.http), worker: median(samples.worker), ws: median(samples.ws) };
+  closeSync(fd);
+  return { http: median(samples.http), worker: median(samples.worker), ws: median(samples.ws), fsync: median(samples.fsync) };
 }
 
 function byName<T>(m: Map<SystemName, T>, f: (v: T) => number): Partial<Record<SystemName, number>> {
@@ -311,13 +322,13 @@ async function main(cleanup: Cleanup): Promise<void> {
   }
 
   log(`transport floors (${cfg.floorSamples} samples each) … [${elapsed()}]`);
-  const fl = await floors(floorUrl, worker.url);
+  const fl = await floors(floorUrl, worker.url, root);
 
   console.log("");
   console.log(formatTable(metrics));
   console.log("");
   console.log(
-    `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms`,
+    `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms · 4 KiB write + fsync on this disk ${formatValue(fl.fsync)} ms`,
   );
   if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
   console.log(
@@ -326,7 +337,9 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host)`);
   console.log("");
   for (const m of metrics) console.log(summaryLine(m));
-  console.log(`bench peers floors http_ms=${formatValue(fl.http)} worker_ms=${formatValue(fl.worker)} ws_do_ms=${formatValue(fl.ws)}`);
+  console.log(
+    `bench peers floors http_ms=${formatValue(fl.http)} worker_ms=${formatValue(fl.worker)} ws_do_ms=${formatValue(fl.ws)} fsync_ms=${formatValue(fl.fsync)}`,
+  );
   log(`done in ${elapsed()}`);
 }
 
