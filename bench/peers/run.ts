@@ -1,0 +1,374 @@
+/**
+ * `npm run bench:peers`: ours against the systems a user would pick instead, measured side by side
+ * in one run on this machine (docs/performance.md, "Peers", says what each number means).
+ *
+ * Every system does the same work per turn: append the user's message, call a stub model that
+ * answers at once, append the answer, persist durably. Rounds alternate the systems (the order
+ * rotates each round) and the table reports medians, with each peer's ratio to ours (peer ÷ ours),
+ * plus the transport floors. It is a benchmark: it asserts nothing, and no test runs it.
+ *
+ * Levels are env vars: PEERS_FRESH_ROUNDS (8), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
+ * level), PEERS_LEVEL_TURNS (9 measured turns per level), PEERS_PARALLEL (16 sessions),
+ * PEERS_PARALLEL_TURNS (30 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
+ * PEERS_FLOOR_SAMPLES (200).
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import WebSocket from "ws";
+import { countFsyncs, straceAvailable } from "./fsyncs.js";
+import { ensurePeersInstalled } from "./install.js";
+import { Cleanup, startFloorServer, startPeersWorker } from "./processes.js";
+import { formatTable, formatValue, median, type Metric, percentile, roundOrder, type SystemName, summaryLine } from "./stats.js";
+import { aiChat, bareDo, type PeerSession, startLangGraph, startOurs, type System } from "./systems.js";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+function whole(name: string, fallback: number): number {
+  const v = process.env[name];
+  const n = v === undefined || v === "" ? fallback : Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+const cfg = {
+  freshRounds: whole("PEERS_FRESH_ROUNDS", 8),
+  freshTurns: 20,
+  levels: (process.env.PEERS_LEVELS ?? "1000,5000")
+    .split(",")
+    .map((s) => Number(s.trim()))
+    .filter((n) => n > 0)
+    .sort((a, b) => a - b),
+  levelTurns: whole("PEERS_LEVEL_TURNS", 9),
+  parallel: whole("PEERS_PARALLEL", 16),
+  parallelTurns: whole("PEERS_PARALLEL_TURNS", 30),
+  parallelRounds: whole("PEERS_PARALLEL_ROUNDS", 3),
+  fsyncTurns: whole("PEERS_FSYNC_TURNS", 50),
+  floorSamples: whole("PEERS_FLOOR_SAMPLES", 200),
+};
+/** Storage is the growth between these two points of the long session (fixed overhead left out). */
+const STORAGE_FROM = 20;
+
+const log = (line: string) => console.log(`bench peers: ${line}`);
+/** The 1-minute load average at each phase's start: a busy machine makes a run disagree with the next. */
+const loads: number[] = [];
+const started = performance.now();
+const elapsed = () => {
+  loads.push(loadavg()[0]!);
+  return `${((performance.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(1)}`;
+};
+
+async function fresh(systems: System[]): Promise<Map<SystemName, number[]>> {
+  const times = new Map<SystemName, number[]>(systems.map((s) => [s.name, []]));
+  for (let r = 0; r < cfg.freshRounds; r++) {
+    for (const sys of roundOrder(systems, r)) {
+      const s = await sys.open(`fresh-${r}`, "fresh");
+      for (let i = 1; i <= cfg.freshTurns; i++) times.get(sys.name)!.push(await s.turn(`fresh turn ${i}`));
+      await s.close();
+    }
+  }
+  return times;
+}
+
+/** Runs each long session up to `target` turns, 50 at a time per system, alternating systems. */
+async function buildTo(systems: System[], long: Map<SystemName, PeerSession>, turns: Map<SystemName, number>, target: number): Promise<void> {
+  for (let r = 0; [...turns.values()].some((n) => n < target); r++) {
+    for (const sys of roundOrder(systems, r)) {
+      const s = long.get(sys.name)!;
+      for (let i = 0; i < 50 && turns.get(sys.name)! < target; i++) {
+        await s.turn(`long turn ${turns.get(sys.name)! + 1}`);
+        turns.set(sys.name, turns.get(sys.name)! + 1);
+      }
+    }
+  }
+}
+
+/** Logical SQLite bytes per system, by storage group (a Durable Object class, or a database file). */
+async function storageBytes(systems: System[], sizes: (files: string[]) => Promise<number[]>): Promise<Map<SystemName, Map<string, number>>> {
+  const out = new Map<SystemName, Map<string, number>>();
+  for (const sys of systems) {
+    const files = sys.storageFiles();
+    const bytes = await sizes(files);
+    const groups = new Map<string, number>();
+    files.forEach((f, i) => {
+      const g = f.endsWith(".sqlite") && /^[0-9a-f]{64}\.sqlite$/.test(basename(f)) ? basename(dirname(f)) : basename(f);
+      groups.set(g, (groups.get(g) ?? 0) + bytes[i]!);
+    });
+    out.set(sys.name, groups);
+  }
+  return out;
+}
+
+function total(groups: Map<string, number> | undefined): number {
+  return [...(groups ?? new Map<string, number>()).values()].reduce((a, b) => a + b, 0);
+}
+
+/** "name=B/turn" for each storage group that grew, largest first. */
+function growthByGroup(before: Map<string, number> | undefined, after: Map<string, number>, turns: number): string {
+  return [...after]
+    .map(([g, b]) => [g, (b - (before?.get(g) ?? 0)) / turns] as const)
+    .filter(([, d]) => d !== 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([g, d]) => `${g}=${formatValue(d)}`)
+    .join(" ");
+}
+
+async function atLevel(systems: System[], long: Map<SystemName, PeerSession>, turns: Map<SystemName, number>): Promise<Map<SystemName, number[]>> {
+  const times = new Map<SystemName, number[]>(systems.map((s) => [s.name, []]));
+  for (let r = 0; r < cfg.levelTurns; r++) {
+    for (const sys of roundOrder(systems, r)) {
+      times.get(sys.name)!.push(await long.get(sys.name)!.turn(`level turn ${r}`));
+      turns.set(sys.name, turns.get(sys.name)! + 1);
+    }
+  }
+  return times;
+}
+
+interface ParallelResult {
+  throughput: number[];
+  latencies: number[];
+}
+
+async function parallel(systems: System[]): Promise<Map<SystemName, ParallelResult>> {
+  const out = new Map<SystemName, ParallelResult>(systems.map((s) => [s.name, { throughput: [], latencies: [] }]));
+  for (let r = 0; r < cfg.parallelRounds; r++) {
+    for (const sys of roundOrder(systems, r)) {
+      // Opened one by one: the load measured is turns, not session creation.
+      const sessions: PeerSession[] = [];
+      for (let i = 0; i < cfg.parallel; i++) sessions.push(await sys.open(`par-${r}-${i}`, "fresh"));
+      // Each session's first turn (the object's start) is not part of the load.
+      await Promise.all(sessions.map((s) => s.turn("warm")));
+      const res = out.get(sys.name)!;
+      const t = performance.now();
+      await Promise.all(
+        sessions.map(async (s) => {
+          for (let i = 0; i < cfg.parallelTurns; i++) res.latencies.push(await s.turn(`parallel turn ${i}`));
+        }),
+      );
+      res.throughput.push((cfg.parallel * cfg.parallelTurns) / ((performance.now() - t) / 1000));
+      await Promise.all(sessions.map((s) => s.close()));
+    }
+  }
+  return out;
+}
+
+async function fsyncs(systems: System[], dir: string, cleanup: Cleanup): Promise<Map<SystemName, number>> {
+  const out = new Map<SystemName, number>();
+  for (const sys of systems) {
+    const s = await sys.open("fsync", "fresh");
+    await s.turn("warm 1");
+    await s.turn("warm 2");
+    const calls = await countFsyncs(sys.fsyncPids(), dir, cleanup, async () => {
+      for (let i = 0; i < cfg.fsyncTurns; i++) await s.turn(`fsync turn ${i}`);
+    });
+    out.set(sys.name, calls / cfg.fsyncTurns);
+    await s.close();
+  }
+  return out;
+}
+
+async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<{ http: number; worker: number; ws: number; fsync: number }> {
+  const ws = new WebSocket(`${workerUrl.replace(/^http/, "ws")}/ws-echo/floor`);
+  await new Promise<void>((ok, fail) => {
+    ws.once("open", () => ok());
+    ws.once("error", fail);
+  });
+  const post = async (url: string) => {
+    const t = performance.now();
+    const r = await fetch(url, { method: "POST", body: "ping" });
+    await r.text();
+    return performance.now() - t;
+  };
+  const wsOnce = async () => {
+    const t = performance.now();
+    const got = new Promise<void>((ok) => ws.once("message", () => ok()));
+    ws.send("ping");
+    await got;
+    return performance.now() - t;
+  };
+  // The disk every system here commits to: a 4 KiB write and its fsync, in the run's temp folder.
+  const fd = openSync(join(dir, "fsync-floor"), "w");
+  const page = Buffer.alloc(4096, 1);
+  const fsyncOnce = async () => {
+    const t = performance.now();
+    writeSync(fd, page, 0, page.length, 0);
+    fsyncSync(fd);
+    return performance.now() - t;
+  };
+  const samples = { http: [] as number[], worker: [] as number[], ws: [] as number[], fsync: [] as number[] };
+  const probes = [
+    async () => samples.http.push(await post(httpUrl)),
+    async () => samples.worker.push(await post(`${workerUrl}/floor`)),
+    async () => samples.ws.push(await wsOnce()),
+    async () => samples.fsync.push(await fsyncOnce()),
+  ];
+  for (let i = 0; i < 10; i++) for (const p of probes) await p(); // warm-up, discarded
+  samples.http.length = samples.worker.length = samples.ws.length = samples.fsync.length = 0;
+  for (let r = 0; r < cfg.floorSamples; r++) for (const p of roundOrder(probes, r)) await p();
+  ws.close();
+  closeSync(fd);
+  return { http: median(samples.http), worker: median(samples.worker), ws: median(samples.ws), fsync: median(samples.fsync) };
+}
+
+function byName<T>(m: Map<SystemName, T>, f: (v: T) => number): Partial<Record<SystemName, number>> {
+  return Object.fromEntries([...m].map(([k, v]) => [k, f(v)]));
+}
+
+async function main(cleanup: Cleanup): Promise<void> {
+  ensurePeersInstalled(HERE, log);
+  const root = mkdtempSync(join(tmpdir(), "bench-peers-"));
+  cleanup.add(async () => rmSync(root, { recursive: true, force: true }));
+  for (const d of ["ours", "peers", "langgraph"]) mkdirSync(join(root, d));
+  // wrangler makes an (empty) .wrangler/tmp beside the peers' config; a run that made it removes it.
+  const wranglerDir = join(HERE, "worker", ".wrangler");
+  if (!existsSync(wranglerDir)) cleanup.add(async () => rmSync(wranglerDir, { recursive: true, force: true }));
+
+  log("starting ours (wrangler dev), the peers' worker (wrangler dev), the LangGraph runner and the floor server …");
+  const langgraph = await startLangGraph(join(root, "langgraph"), cleanup);
+  const ours = await startOurs(join(root, "ours"), cleanup);
+  const worker = await startPeersWorker(join(root, "peers"), cleanup);
+  const floorUrl = await startFloorServer(cleanup);
+  logFiles.push(ours.logFile, worker.logFile);
+  const systems: System[] = [ours, langgraph, aiChat(worker), bareDo(worker)];
+  log(`config ${JSON.stringify(cfg)}`);
+
+  // Warm-up (module load, statement caches, connection pools); discarded.
+  for (const sys of systems) {
+    const s = await sys.open("warm", "fresh");
+    for (let i = 0; i < 3; i++) await s.turn(`warm ${i}`);
+    await s.close();
+  }
+
+  const metrics: Metric[] = [];
+  log(`fresh sessions (${cfg.freshRounds} rounds × ${cfg.freshTurns} turns) … [${elapsed()}]`);
+  const f = await fresh(systems);
+  metrics.push({ key: "fresh_turn_ms", label: `fresh session, turns 1–${cfg.freshTurns}, median`, unit: "ms", better: "lower", values: byName(f, median) });
+
+  const long = new Map<SystemName, PeerSession>();
+  for (const sys of systems) long.set(sys.name, await sys.open("long", "long"));
+  const turns = new Map<SystemName, number>(systems.map((s) => [s.name, 0]));
+  let storage: Partial<Record<SystemName, number>> | undefined;
+  const storageNotes: string[] = [];
+  for (const level of cfg.levels) {
+    if (storage === undefined) {
+      // The first level is built turn by turn, so its storage is what real turns leave behind.
+      log(`building long sessions to ${level} turns, turn by turn … [${elapsed()}]`);
+      await buildTo(systems, long, turns, Math.min(STORAGE_FROM, level));
+      const before = await storageBytes(systems, langgraph.sizes);
+      await buildTo(systems, long, turns, level);
+      const after = await storageBytes(systems, langgraph.sizes);
+      const grown = level - Math.min(STORAGE_FROM, level);
+      storage = Object.fromEntries(systems.map((s) => [s.name, grown > 0 ? (total(after.get(s.name)) - total(before.get(s.name))) / grown : Number.NaN]));
+      if (grown > 0)
+        for (const sys of systems) storageNotes.push(`${sys.name}: ${growthByGroup(before.get(sys.name), after.get(sys.name)!, grown) || "no growth"}`);
+    } else {
+      log(`extending long sessions to ${level} turns in bulk … [${elapsed()}]`);
+      for (const sys of systems) {
+        const missing = level - turns.get(sys.name)!;
+        if (missing > 0) await long.get(sys.name)!.seed(missing);
+        turns.set(sys.name, level);
+      }
+    }
+    log(`per turn at ${level} turns (${cfg.levelTurns} turns each) … [${elapsed()}]`);
+    const t = await atLevel(systems, long, turns);
+    metrics.push({
+      key: `turn_ms_at_${level}`,
+      label: `per turn at ${level.toLocaleString("en-US")} turns`,
+      unit: "ms",
+      better: "lower",
+      values: byName(t, median),
+    });
+  }
+  for (const s of long.values()) await s.close();
+
+  log(`${cfg.parallel} sessions in parallel (${cfg.parallelRounds} rounds × ${cfg.parallelTurns} turns each) … [${elapsed()}]`);
+  const p = await parallel(systems);
+  metrics.push({
+    key: `parallel_${cfg.parallel}_turns_per_s`,
+    label: `${cfg.parallel} sessions in parallel, throughput`,
+    unit: "turns/s",
+    better: "higher",
+    values: byName(p, (r) => median(r.throughput)),
+  });
+  metrics.push({
+    key: `parallel_${cfg.parallel}_p50_ms`,
+    label: `${cfg.parallel} sessions in parallel, p50`,
+    unit: "ms",
+    better: "lower",
+    values: byName(p, (r) => percentile(r.latencies, 50)),
+  });
+  if (storage && cfg.levels[0]! > STORAGE_FROM) {
+    metrics.push({
+      key: `bytes_per_turn_at_${cfg.levels[0]}`,
+      label: `storage per turn at ${cfg.levels[0]!.toLocaleString("en-US")} turns`,
+      unit: "B",
+      better: "lower",
+      values: storage,
+    });
+  }
+
+  if (straceAvailable()) {
+    log(`fsyncs (strace, ${cfg.fsyncTurns} turns each) … [${elapsed()}]`);
+    metrics.push({
+      key: "fsyncs_per_turn",
+      label: "fsyncs per turn",
+      unit: "calls",
+      better: "lower",
+      values: byName(await fsyncs(systems, root, cleanup), (v) => v),
+    });
+  } else {
+    log("fsyncs skipped: strace is not installed (apt-get install -y strace)");
+  }
+
+  log(`transport floors (${cfg.floorSamples} samples each) … [${elapsed()}]`);
+  const fl = await floors(floorUrl, worker.url, root);
+
+  console.log("");
+  console.log(formatTable(metrics));
+  console.log("");
+  console.log(
+    `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms · 4 KiB write + fsync on this disk ${formatValue(fl.fsync)} ms`,
+  );
+  if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
+  console.log(
+    `machine: ${availableParallelism()} cores, Node ${process.version}; 1-minute load average over the phases ${formatValue(Math.min(...loads))}–${formatValue(Math.max(...loads))}`,
+  );
+  console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host)`);
+  console.log("");
+  for (const m of metrics) console.log(summaryLine(m));
+  console.log(
+    `bench peers floors http_ms=${formatValue(fl.http)} worker_ms=${formatValue(fl.worker)} ws_do_ms=${formatValue(fl.ws)} fsync_ms=${formatValue(fl.fsync)}`,
+  );
+  log(`done in ${elapsed()}`);
+}
+
+const cleanup = new Cleanup();
+/** The servers' logs, shown when a run fails. */
+const logFiles: string[] = [];
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  // `on`, not `once`: a second signal (npm and tsx pass theirs on too) must not end the run before
+  // its cleanup has stopped every server.
+  process.on(sig, () => {
+    log(`${sig}: stopping every process this run started …`);
+    void cleanup.run().then(() => process.exit(130));
+  });
+}
+// With the terminal gone, a write fails with EPIPE; the cleanup must still run.
+for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+try {
+  await main(cleanup);
+} catch (e) {
+  process.exitCode = 1;
+  console.error(e);
+  // The servers' storage (and their logs) go with the cleanup: show the end of each log first.
+  for (const f of logFiles) {
+    if (!existsSync(f)) continue;
+    const lines = readFileSync(f, "utf8")
+      .split("\n")
+      .filter((l) => !l.includes('"msg":"rpc"'));
+    console.error(`--- last lines of ${basename(f)} ---\n${lines.slice(-30).join("\n")}`);
+  }
+} finally {
+  await cleanup.run();
+}
