@@ -55,6 +55,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       tools: createToolExecutor(config),
       maxEventBytes: limits.maxEventBytes,
+      clock: Date.now,
       leases:
         settings.maxConcurrent > 0
           ? {
@@ -161,7 +162,7 @@ export class SessionObject extends DurableObject<Env> {
   forkChild(
     begin: { tenant: string; uid: string; statics: Uint8Array } | undefined,
     packs: Uint8Array[],
-    seal: { atSeq: bigint; states: States; cloned?: boolean } | undefined,
+    seal: { atSeq: bigint; states: States; cloned?: boolean; atMs?: number } | undefined,
   ): Outcome<{ session: Uint8Array; row: DirectoryRow } | true> {
     return this._host.forkChild({ begin: begin && { ...begin, statics: fromBinary(SessionSchema, begin.statics) }, packs, seal });
   }
@@ -174,8 +175,8 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.forkSeed(records);
   }
 
-  forkFinish(atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
-    return this._host.forkFinish(atSeq, states, cloned);
+  forkFinish(atSeq: bigint, states: States, cloned = false, atMs?: number): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+    return this._host.forkFinish(atSeq, states, cloned, atMs);
   }
 
   /** A memory fork's parent: checkpoint, then clone `children` (docs/lifecycle.md "Memory forks"). */

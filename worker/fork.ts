@@ -72,12 +72,14 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
     batches[batches.length - 1]!.push(p);
     batchBytes += p.length;
   }
+  // One time for every child's FORK marker (objects/session/fork.ts forkFinish).
+  const atMs = Date.now();
   const build = (cloned: boolean | undefined) =>
     eachLimited(children, CHILDREN_AT_ONCE, async (c, i) => {
       let sealed: { session: Uint8Array; row: DirectoryRow } | undefined;
       for (let k = 0; k < batches.length; k++) {
         const begin = k === 0 ? { tenant, uid: uids[i]!, statics: childStatics(i) } : undefined;
-        const seal = k === batches.length - 1 && cloned !== undefined ? { atSeq, states, cloned } : undefined;
+        const seal = k === batches.length - 1 && cloned !== undefined ? { atSeq, states, cloned, atMs } : undefined;
         const r = await c.forkChild(begin, batches[k]!, seal);
         if (!r.ok) throw connectErrorFrom(r);
         if (r.value !== true) sealed = r.value;
@@ -95,7 +97,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
     const cloned = await parent.forkClone(atSeq, uids, requestId);
     if (!cloned.ok) throw connectErrorFrom(cloned);
     try {
-      const sealed = must(await Promise.all(children.map((c) => c.forkFinish(atSeq, states, true))));
+      const sealed = must(await Promise.all(children.map((c) => c.forkFinish(atSeq, states, true, atMs))));
       await directoryStub(env, tenant).upsertMany(sealed.map((s) => s.row));
       return sealed.map((s) => fromBinary(SessionSchema, s.session));
     } catch (e) {

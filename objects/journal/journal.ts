@@ -10,6 +10,7 @@
  * Durable Object per session), and the cache is only updated after a transaction commits.
  * Used by objects/session; tested in test/node/journal/journal.test.ts.
  */
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { contentHash, eventToStoredBytes, GENESIS_HASH, type ContentHash } from "../../proto/canon.js";
 import { normalizeEvent } from "../../proto/normalize.js";
@@ -106,9 +107,16 @@ export class Journal {
   private _head: Head | undefined;
   private _fence: bigint | undefined;
 
+  /**
+   * With a `clock` (milliseconds since the epoch), every event prepared without a `ts` is stamped
+   * with the time it is written: `ts` is part of the hashed event, so a record's time is as
+   * tamper-evident as its content. A record that already has one (a fork's copied prefix, an
+   * import) keeps it.
+   */
   constructor(
     private readonly _db: SqlDb,
     private readonly _maxEventBytes = DEFAULT_MAX_EVENT_BYTES,
+    private readonly _clock?: () => number,
   ) {}
 
   head(): Head {
@@ -158,7 +166,9 @@ export class Journal {
     const prepared: PreparedEvent[] = [];
     for (let i = 0; i < events.length; i++) {
       try {
-        const decoded = normalizeEvent(events[i]!);
+        let decoded = normalizeEvent(events[i]!);
+        // A copy: a normal event comes back as the caller's own object.
+        if (this._clock && decoded.ts === undefined) decoded = { ...decoded, ts: timestampFromMs(this._clock()) };
         const bytes = eventToStoredBytes(decoded);
         if (bytes.length > this._maxEventBytes) {
           return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };

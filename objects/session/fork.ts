@@ -7,6 +7,7 @@
  * every child (`forkDiscard`). The parent is never written: every built-in harness is stateless.
  * @internal
  */
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { toBinary } from "@bufbuild/protobuf";
 import { ComputeState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
@@ -124,9 +125,10 @@ export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true
 /**
  * Seals the child: inherited projections, then LIFECYCLE(FORK) under the child's own fence. A
  * memory fork's child (`cloned`) already runs: its clone was resumed and dialled back as this
- * session, so its compute is LIVE.
+ * session, so its compute is LIVE. `atMs` is the fork's time, one for all its children, so
+ * siblings' markers are the same record (same hash) and their common prefix includes it.
  */
-export function forkFinish(s: SessionState, atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+export function forkFinish(s: SessionState, atSeq: bigint, states: States, cloned = false, atMs?: number): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
   if (!s.exists()) return notFound();
   if (s.journal.head().seq !== atSeq)
     return failure("invalid_log", `fork prefix is incomplete: head ${s.journal.head().seq}, expected ${atSeq}; retry the fork`);
@@ -134,6 +136,7 @@ export function forkFinish(s: SessionState, atSeq: bigint, states: States, clone
   s.d.db.transaction(() => s.meta.setStates(states, now));
   s.meta.committed(states, now);
   const marker = lifecycleEvent(Lifecycle_Kind.LIFECYCLE_FORK, { detail: `parent@${atSeq}` });
+  if (atMs !== undefined) marker.ts = timestampFromMs(atMs);
   const r = s.append([marker], { expectedSeq: atSeq, fence: s.journal.fence() });
   if (!r.ok) return refusalFailure(r);
   if (cloned) s.meta.setPlacement(ComputeState.COMPUTE_LIVE);
@@ -160,7 +163,7 @@ export interface ForkChildStep {
   begin?: { tenant: string; uid: string; statics: Session };
   /** Runs of the parent's prefix, packed (journal/record-pack.ts), in seq order. */
   packs: Uint8Array[];
-  seal?: { atSeq: bigint; states: States; cloned?: boolean };
+  seal?: { atSeq: bigint; states: States; cloned?: boolean; atMs?: number };
 }
 
 /**
@@ -176,7 +179,7 @@ export function forkChild(s: SessionState, step: ForkChildStep): Outcome<{ sessi
     const seeded = forkSeed(s, unpackRecords(pack));
     if (!seeded.ok) return seeded;
   }
-  return step.seal ? forkFinish(s, step.seal.atSeq, step.seal.states, step.seal.cloned) : success(true);
+  return step.seal ? forkFinish(s, step.seal.atSeq, step.seal.states, step.seal.cloned, step.seal.atMs) : success(true);
 }
 
 /** Erases a child of a fan-out that failed, so a refused fork leaves no phantom behind. */

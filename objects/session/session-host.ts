@@ -160,8 +160,8 @@ export class SessionHost {
     return forkSeed(this._s, records);
   }
 
-  forkFinish(atSeq: bigint, states: States, cloned = false): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
-    return forkFinish(this._s, atSeq, states, cloned);
+  forkFinish(atSeq: bigint, states: States, cloned = false, atMs?: number): Outcome<{ session: Uint8Array; row: DirectoryRow }> {
+    return forkFinish(this._s, atSeq, states, cloned, atMs);
   }
 
   /** A memory fork's parent: checkpoint once, then clone every child from that snapshot. */

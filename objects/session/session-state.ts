@@ -66,6 +66,8 @@ export interface SessionHostDeps {
   /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
   setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
+  /** Stamps `Event.ts` on every event written (journal.ts); unset, events carry no time. */
+  clock?: () => number;
   /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
   cacheMaxBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
@@ -153,7 +155,7 @@ export class SessionState {
     this.harnesses = d.harnesses ?? builtinHarnesses();
     this.runtime = d.runtime ?? createBuiltinRuntime();
     this.meta = new MetaStore(d.db);
-    this.journal = new Journal(d.db, d.maxEventBytes);
+    this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
   }
 
@@ -164,7 +166,7 @@ export class SessionState {
   /** Call after the storage was replaced underneath (erase): nothing cached survives. */
   forget(): void {
     this.meta.forget();
-    this.journal = new Journal(this.d.db, this.d.maxEventBytes);
+    this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
     this.cache.reset();
   }
 
