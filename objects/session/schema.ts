@@ -2,18 +2,20 @@
  * Migrations of a SessionObject's SQLite database. A session's storage is created only when the
  * session is (create, or a fork child's seed), so looking up an unknown uid leaves nothing behind.
  */
-import { JOURNAL_SCHEMA } from "../journal/journal.js";
+import { JOURNAL_PACKED_HASHES, JOURNAL_SCHEMA_1 } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
 import { META_PENDING_COLUMNS, META_PLACEMENT_COLUMN, META_SCHEMA } from "./meta-store.js";
 
 const MIGRATIONS: Migrations = [
   // 1: the journal, its fence and the session's metadata row.
-  [...JOURNAL_SCHEMA, ...META_SCHEMA],
+  [...JOURNAL_SCHEMA_1, ...META_SCHEMA],
   // 2: the pending approval projection and its deadline.
   META_PENDING_COLUMNS,
   // 3: the compute state placements on a runtime backend set.
   META_PLACEMENT_COLUMN,
+  // 4: the journal's hashes as bytes, without the prev_hash column.
+  JOURNAL_PACKED_HASHES,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {

@@ -33,7 +33,7 @@ import type { SqlDb } from "../storage/sql.js";
 import { MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
-import { isSessionInitialized } from "./schema.js";
+import { isSessionInitialized, migrateSession } from "./schema.js";
 import { SessionCache } from "./session-cache.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./session-view.js";
@@ -154,6 +154,8 @@ export class SessionState {
   constructor(readonly d: SessionHostDeps) {
     this.harnesses = d.harnesses ?? builtinHarnesses();
     this.runtime = d.runtime ?? createBuiltinRuntime();
+    // A session stored by an older build is brought to this build's schema when its object wakes.
+    if (isSessionInitialized(d.db)) migrateSession(d.db);
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
