@@ -40,9 +40,7 @@ describe("SessionObject in workerd", () => {
     if (!start.ok) throw new Error(start.message);
     expect(await readAll(start.frames)).toBe(6);
     const rows = await runInDurableObject(stub, (_o: SessionObject, state) =>
-      state.storage.sql
-        .exec<{ seq: number; hash: string; event: ArrayBuffer }>("SELECT seq, hex(hash) AS hash, event FROM events ORDER BY seq")
-        .toArray(),
+      state.storage.sql.exec<{ seq: number; hash: string; event: ArrayBuffer }>("SELECT seq, hex(hash) AS hash, event FROM events ORDER BY seq").toArray(),
     );
     expect(rows).toHaveLength(5);
     // Each hash is stored once, as 32 bytes; a record's prev_hash is the row before's hash.
