@@ -85,7 +85,7 @@ async function forkKind(s: SessionState, name: string, served: ServedHarness): P
   });
   if (!descriptor) {
     if (!served.runtime) return success("replay");
-    s.logPlacement({ op: "fork", decision: "unavailable", harness: name, runtime: runtime.name, startedMs });
+    s.placement.log({ op: "fork", decision: "unavailable", harness: name, runtime: runtime.name, startedMs });
     const why = describeError instanceof Error ? describeError.message : "no answer";
     return failure(
       "harness_unavailable",
@@ -93,9 +93,9 @@ async function forkKind(s: SessionState, name: string, served: ServedHarness): P
     );
   }
   if (isMemoryTier(descriptor, served.runtime)) return success("clone");
-  const refused = s.canPlace({ name, harness: served.harness, descriptor }, runtime);
+  const refused = s.placement.canPlace({ name, harness: served.harness, descriptor }, runtime);
   if (!refused) return success("replay");
-  s.logPlacement({ op: "fork", decision: "refused", harness: name, harnessId: descriptor.id, runtime: runtime.name, startedMs });
+  s.placement.log({ op: "fork", decision: "refused", harness: name, harnessId: descriptor.id, runtime: runtime.name, startedMs });
   return failure("unplaceable", `${refused}, so its children could not resume from their journals; nothing was forked`);
 }
 

@@ -45,7 +45,7 @@ export async function forkClone(s: SessionState, atSeq: bigint, children: readon
   const live = s.takeGuard();
   try {
     const harness = s.meta.load()!.statics.harness;
-    const admitted = await s.admit(harness);
+    const admitted = await s.placement.admit(harness);
     if (!admitted.ok) return admitted;
     const rt = admitted.value.served.runtime;
     if (!rt?.forkMany || !isMemoryTier(admitted.value.descriptor, rt)) {
@@ -80,7 +80,7 @@ export async function forkClone(s: SessionState, atSeq: bigint, children: readon
       return failure("unplaceable", `the ${rt.name} runtime's checkpoint of the parent holds no memory snapshot to clone; nothing was forked, and ${left}`);
     }
     const line = (decision: "placed" | "refused" | "unavailable" | "error") =>
-      s.logPlacement({ op: "fork", decision, harness, harnessId: admitted.value.descriptor.id, runtime: rt.name, startedMs });
+      s.placement.log({ op: "fork", decision, harness, harnessId: admitted.value.descriptor.id, runtime: rt.name, startedMs });
     try {
       const dialbacks = await Promise.all(children.map((uid) => rt.dialback(harness, uid)));
       await rt.forkMany(

@@ -1,16 +1,15 @@
 /**
  * What every session operation shares: the metadata row, the journal (appends go through the
- * projections here), the live guard, and the session's view of harnesses, models and runtime.
- * Internal to objects/session: the operations live in turns.ts, lifecycle-ops.ts, fork.ts and
- * audit.ts, and SessionHost is their facade.
+ * projections here), the live guard and its execution lease, the session's view of harnesses,
+ * models and runtime, the alarm and the Directory report. Where the harness runs (admission,
+ * placement, the live re-check) is placement.ts, reached as `placement`. Internal to
+ * objects/session: the operations live in turns.ts, lifecycle-ops.ts, fork.ts and audit.ts, and
+ * SessionHost is their facade.
  * @internal
  */
 import { toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import { create } from "@bufbuild/protobuf";
-import { ComputeState, SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
@@ -20,9 +19,8 @@ import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
 import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { HarnessDescribeError } from "../controller/errors.js";
 import { randomHex } from "../../proto/ids.js";
-import { currentRequestId } from "../request-context.js";
 import type { LoggedEvent, ParsedLog } from "../controller/execution-log.js";
-import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
+import type { DescribeHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
 import type { TurnLog } from "../controller/turn-writer.js";
 import type { LiveSinkOptions } from "../controller/live-sink.js";
@@ -37,9 +35,9 @@ import { isSessionInitialized, migrateSession } from "./schema.js";
 import { SessionCache } from "./session-cache.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./session-view.js";
+import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
 
-/** How long admission waits for a harness to describe itself (BEHAVIOUR.md §6.1). */
-export const DESCRIBE_TIMEOUT_MS = 10_000;
+export { DESCRIBE_TIMEOUT_MS, type PlacementLine } from "./placement.js";
 
 export interface SessionHostDeps {
   db: SqlDb;
@@ -83,16 +81,6 @@ export interface SessionHostDeps {
 export interface ExecutionLeases {
   acquire(tenant: string, uid: string, owner: string): Promise<{ ok: true } | { ok: false; running: number }>;
   release(tenant: string, uid: string, owner: string): Promise<void>;
-}
-
-/** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
-export interface PlacementLine {
-  op: "admit" | "place" | "recheck" | "recover" | "fork";
-  decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch" | "error";
-  harness: string;
-  harnessId?: string;
-  runtime: string;
-  startedMs: number;
 }
 
 /** A harness this session can place, and what its registration (if any) requires of it. */
@@ -151,7 +139,11 @@ export class SessionState {
   private readonly _instance = randomHex(8);
   private _turns = 0;
 
+  /** Admission, the live re-check and placement on a runtime backend (placement.ts). */
+  readonly placement: Placement;
+
   constructor(readonly d: SessionHostDeps) {
+    this.placement = new Placement(this);
     this.harnesses = d.harnesses ?? builtinHarnesses();
     this.runtime = d.runtime ?? createBuiltinRuntime();
     // A session stored by an older build is brought to this build's schema when its object wakes.
@@ -262,167 +254,6 @@ export class SessionState {
     };
   }
 
-  /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
-  async admit(name: string): Promise<Outcome<DescribedHarness & { served: ServedHarness }>> {
-    const startedMs = this.d.now();
-    const line = (decision: PlacementLine["decision"], runtime: Runtime | undefined, harnessId?: string) =>
-      this.logPlacement({ op: "admit", decision, harness: name, harnessId, runtime: (runtime ?? this.runtime).name, startedMs });
-    const served = await this.served(name);
-    if (!served) {
-      line("unknown", undefined);
-      return failure("unknown_harness", `harness "${name}" is not served here`);
-    }
-    const harness = served.harness;
-    let descriptor;
-    try {
-      // A runtime backend describes a harness it hosts without starting it.
-      descriptor = served.runtime
-        ? await served.runtime.describe(name, AbortSignal.timeout(DESCRIBE_TIMEOUT_MS))
-        : await describeWithin(harness, DESCRIBE_TIMEOUT_MS);
-    } catch (e) {
-      // A backend or harness that answered Describe with a terminal error (runtimes/http keeps the
-      // backend's code, the retryable ones arriving as UNAVAILABLE; runtimes/tunnel gives a tunnel
-      // harness's answer Code.Unknown) is not unavailable: retrying will not help
-      // (BEHAVIOUR.md §6.1 "an answered error"; checklist §8.16 #150).
-      if (e instanceof ConnectError && e.code !== Code.Unavailable) {
-        line("error", served.runtime);
-        const who = served.runtime ? `the ${served.runtime.name} runtime` : "the harness";
-        return failure("internal", `${who} answered Describe for harness "${name}" with an error (${Code[e.code]}: ${e.rawMessage}); nothing was written`);
-      }
-      line("unavailable", served.runtime);
-      return failure("harness_unavailable", `harness "${name}" cannot be described: ${e instanceof Error ? e.message : "error"}; retry when it is back`);
-    }
-    if (!descriptor) {
-      line("unavailable", served.runtime);
-      return failure("harness_unavailable", `harness "${name}" did not describe itself within 10 s; retry later`);
-    }
-    if (served.expectId && descriptor.id !== served.expectId) {
-      line("mismatch", served.runtime, descriptor.id);
-      return failure("harness_mismatch", `harness "${name}" is registered for descriptor id "${served.expectId}" but describes itself as "${descriptor.id}"`);
-    }
-    const described = { name, harness, descriptor, served };
-    const refused = this.canPlace(described, served.runtime);
-    line(refused ? "refused" : "admitted", served.runtime, descriptor.id);
-    return refused ? failure("unplaceable", refused) : success(described);
-  }
-
-  /**
-   * The live re-check (BEHAVIOUR.md §6.1; checklist §8.16 #151). A backend describes a harness it
-   * has not started, so once its incarnation has dialled back, the harness on this session's own
-   * connection is described and gated too: the registration's descriptor id, and CanPlace on that
-   * backend. Runs after placement and before anything is journaled; writes nothing.
-   */
-  async recheckLive(name: string, served: ServedHarness, describe: DescribeHarness = this.describer()): Promise<Outcome<true>> {
-    const rt = served.runtime;
-    if (!rt) return success(true);
-    const startedMs = this.d.now();
-    const line = (decision: PlacementLine["decision"], harnessId?: string) =>
-      this.logPlacement({ op: "recheck", decision, harness: name, harnessId, runtime: rt.name, startedMs });
-    const live = await describe(name).catch((e: unknown) => {
-      if (e instanceof HarnessDescribeError) return e;
-      throw e;
-    });
-    if (!live || live instanceof HarnessDescribeError) {
-      line("unavailable");
-      const cause = live?.cause instanceof Error ? live.cause.message : "it is not served there";
-      return failure(
-        "harness_unavailable",
-        `the ${rt.name} runtime placed harness "${name}", but it did not describe itself on its connection (${cause}); nothing was written, retry`,
-      );
-    }
-    const id = live.descriptor.id;
-    if (served.expectId && id !== served.expectId) {
-      line("mismatch", id);
-      return failure(
-        "harness_mismatch",
-        `harness "${name}" is registered for descriptor id "${served.expectId}" but the placed harness describes itself as "${id}"; nothing was written`,
-      );
-    }
-    const refused = this.canPlace(live, rt);
-    line(refused ? "refused" : "admitted", id);
-    return refused
-      ? failure("unplaceable", `${refused} (as the placed harness describes itself; its backend's Describe said otherwise); nothing was written`)
-      : success(true);
-  }
-
-  /** One structured line per placement decision; refusals are INFO (the caller's problem, not ours). */
-  logPlacement(p: PlacementLine): void {
-    const meta = this.meta.load();
-    const line = {
-      level: p.decision === "unavailable" || p.decision === "error" ? "warn" : "info",
-      msg: "placement",
-      component: "placer",
-      request_id: currentRequestId(),
-      op: p.op,
-      decision: p.decision,
-      tenant: meta?.tenant ?? "",
-      session: meta?.uid ?? "",
-      harness: p.harness,
-      harness_id: p.harnessId ?? "",
-      runtime: p.runtime,
-      duration_ms: this.d.now() - p.startedMs,
-    };
-    (this.d.log ?? ((l) => console.log(JSON.stringify(l))))(line);
-  }
-
-  /** CanPlace (CONTRACT.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
-  canPlace(h: DescribedHarness, runtime: Runtime = this.runtime): string | undefined {
-    if (h.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT) return undefined;
-    if (runtime.capabilities().memorySnapshot) return undefined;
-    return `harness "${h.name}" requires memory snapshots, which the ${runtime.name} runtime cannot take`;
-  }
-
-  /**
-   * Makes sure a runtime-backed harness has a live incarnation before it runs: restores a paused
-   * or stopped one from `ref` (the session's own latest SUSPEND ref; a bare `{local: uid}` without
-   * one), else creates one (idempotent on the backend); its process dials back before this
-   * returns. The built-in and tunnel placements need nothing. A memory snapshot the backend can no
-   * longer restore (its actor gone, crashed, or superseded) is `snapshot_unusable`: a fresh
-   * incarnation would silently forget the session's in-memory state (docs/runtimes.md).
-   */
-  async ensurePlaced(name: string, served: ServedHarness, ref?: SnapshotRef): Promise<Outcome<true>> {
-    const rt = served.runtime;
-    if (!rt) return success(true);
-    const startedMs = this.d.now();
-    const line = (decision: PlacementLine["decision"]) => this.logPlacement({ op: "place", decision, harness: name, runtime: rt.name, startedMs });
-    const paused = this.meta.load()!.placement;
-    const restoring = paused === ComputeState.COMPUTE_WARM || paused === ComputeState.COMPUTE_COLD;
-    const from = ref ?? create(SnapshotRefSchema, { local: this.uid });
-    try {
-      const spec = { sessionUid: this.uid, harness: name, dialback: await rt.dialback(name) };
-      if (restoring) await rt.restore(from, spec);
-      else await rt.create(spec);
-    } catch (e) {
-      if (restoring && from.memory && e instanceof ConnectError && e.code === Code.FailedPrecondition) {
-        line("refused");
-        return failure(
-          "snapshot_unusable",
-          `the ${rt.name} runtime cannot restore memory snapshot ${from.externalUri || from.local} of this session (${e.rawMessage}); nothing was written; the session's in-memory state cannot be brought back, so continue in a new session`,
-        );
-      }
-      line("unavailable");
-      return failure(
-        "harness_unavailable",
-        `the ${rt.name} runtime could not place harness "${name}": ${e instanceof Error ? e.message : "error"}; nothing was written, retry`,
-      );
-    }
-    line("placed");
-    this.meta.setPlacement(ComputeState.COMPUTE_LIVE);
-    return success(true);
-  }
-
-  /** After a turn, a runtime-backed incarnation is paused warm (its worker held, its CPU freed). */
-  async pauseWarm(served: ServedHarness): Promise<void> {
-    const rt = served.runtime;
-    if (!rt) return;
-    try {
-      await rt.snapshot({ id: this.uid, worker: "", address: "", runtime: rt.name, fence: this.journal.fence() }, "LOCAL");
-      this.meta.setPlacement(ComputeState.COMPUTE_WARM);
-    } catch {
-      // A backend that cannot pause keeps the incarnation live; the next turn reuses it.
-    }
-  }
-
   /** The runtime that places `name`'s compute (its backend, or the built-in one). */
   async runtimeFor(name: string): Promise<Runtime> {
     return (await this.served(name))?.runtime ?? this.runtime;
@@ -520,23 +351,5 @@ export class SessionState {
   /** Reports to the Directory without failing the caller: a missed report is repaired by the next. */
   async syncDirectoryQuietly(): Promise<void> {
     await this.syncDirectory().catch(() => undefined);
-  }
-}
-
-async function describeWithin(h: NonNullable<ReturnType<HarnessResolver["get"]>>, ms: number) {
-  const ac = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      Promise.resolve(h.describe(ac.signal)),
-      new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => {
-          ac.abort();
-          resolve(undefined);
-        }, ms);
-      }),
-    ]);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
   }
 }

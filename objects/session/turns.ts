@@ -111,13 +111,13 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
       // The admitted harness's runtime is the one whose capabilities admission fetched: the
       // placement, the live re-check and the recovery must gate on that one (a fresh client
       // knows none yet, so it would refuse a memory-snapshot harness).
-      const admitted = await s.admit(harness);
+      const admitted = await s.placement.admit(harness);
       if (!admitted.ok) return admitted;
       runtime = admitted.value.served.runtime;
       // From the session's own SUSPEND ref: for the memory tier it names the snapshot to restore.
-      const placed = await s.ensurePlaced(harness, admitted.value.served, ownSuspendRef(s));
+      const placed = await s.placement.ensurePlaced(harness, admitted.value.served, ownSuspendRef(s));
       if (!placed.ok) return placed;
-      const rechecked = await s.recheckLive(harness, admitted.value.served, describe);
+      const rechecked = await s.placement.recheckLive(harness, admitted.value.served, describe);
       if (!rechecked.ok) return rechecked;
     } else {
       const refused = await gateBeforeRestore(s, describe);
@@ -181,7 +181,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       parked = result === undefined;
       return;
     }
-    const admitted = await s.admit(name);
+    const admitted = await s.placement.admit(name);
     if (!admitted.ok) {
       result = admitted;
       return;
@@ -195,15 +195,15 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
           : failure("canceled", "the turn was canceled before it started: nothing was written");
       return;
     }
-    const placed = await s.ensurePlaced(name, admitted.value.served, admitted.value.served.runtime && ownSuspendRef(s));
+    const placed = await s.placement.ensurePlaced(name, admitted.value.served, admitted.value.served.runtime && ownSuspendRef(s));
     if (!placed.ok) {
       result = placed;
       return;
     }
-    const rechecked = await s.recheckLive(name, admitted.value.served);
+    const rechecked = await s.placement.recheckLive(name, admitted.value.served);
     if (!rechecked.ok) {
       result = rechecked;
-      await s.pauseWarm(admitted.value.served);
+      await s.placement.pauseWarm(admitted.value.served);
       return;
     }
     live.executionId = mintExecutionId();
@@ -230,7 +230,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       parked = result === undefined;
     } else {
       result = turnFailure(outcome);
-      await s.pauseWarm(admitted.value.served);
+      await s.placement.pauseWarm(admitted.value.served);
     }
   } catch (e) {
     console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
@@ -318,9 +318,9 @@ function recover(
     log: s.turnLog(),
     mintFence,
     place: (h) => {
-      const refused = s.canPlace(h, runtime);
+      const refused = s.placement.canPlace(h, runtime);
       if (refused)
-        s.logPlacement({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: runtime.name, startedMs: s.d.now() });
+        s.placement.log({ op: "recover", decision: "refused", harness: h.name, harnessId: h.descriptor.id, runtime: runtime.name, startedMs: s.d.now() });
       return refused;
     },
     describe: o.describe ?? s.describer(),
@@ -346,9 +346,9 @@ async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Pr
   const startedMs = s.d.now();
   // A harness that does not describe itself is the recovery's to report (with its cause).
   const h = await describe(name).catch(() => undefined);
-  const refused = h && s.canPlace(h);
+  const refused = h && s.placement.canPlace(h);
   if (!h || !refused) return undefined;
-  s.logPlacement({ op: "recover", decision: "refused", harness: name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs });
+  s.placement.log({ op: "recover", decision: "refused", harness: name, harnessId: h.descriptor.id, runtime: s.runtime.name, startedMs });
   return failure("unplaceable", `${refused}; nothing was restored or written`);
 }
 
