@@ -2,6 +2,7 @@
  * Migrations of a SessionObject's SQLite database. A session's storage is created only when the
  * session is (create, or a fork child's seed), so looking up an unknown uid leaves nothing behind.
  */
+import { SESSION_BLOBS_SCHEMA } from "../blobs/session-blobs.js";
 import { JOURNAL_SCHEMA } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
@@ -14,6 +15,8 @@ const MIGRATIONS: Migrations = [
   META_PENDING_COLUMNS,
   // 3: the compute state placements on a runtime backend set.
   META_PLACEMENT_COLUMN,
+  // 4: the blobs the journal references (docs/blobs.md).
+  SESSION_BLOBS_SCHEMA,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {
