@@ -5,7 +5,8 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Sha256Hex } from "../proto/blob-ref.js";
-import { createR2BlobStore, type BlobStore } from "./blobs/blob-store.js";
+import { createR2BlobStore } from "./blobs/blob-store.js";
+import { BlobCollector } from "./directory/blob-collector.js";
 import { BlobOwnersStore } from "./directory/blob-owners-store.js";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
 import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
@@ -15,18 +16,14 @@ import { sqlDbFromStorage } from "./storage/do-sql.js";
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
   private readonly _registry: RegistryStore;
-  private readonly _owners: BlobOwnersStore;
-  private readonly _blobs: BlobStore | undefined;
-  /** Digests whose deletion from the bucket is in flight: an owner arriving now waits for it. */
-  private readonly _deleting = new Map<string, Promise<void>>();
+  private readonly _blobs: BlobCollector;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = sqlDbFromStorage(ctx.storage);
     this._store = new DirectoryStore(db);
     this._registry = new RegistryStore(db, () => Date.now());
-    this._owners = new BlobOwnersStore(db);
-    this._blobs = env.BLOBS && createR2BlobStore(env.BLOBS);
+    this._blobs = new BlobCollector(new BlobOwnersStore(db), env.BLOBS && createR2BlobStore(env.BLOBS), (ms) => ctx.storage.setAlarm(Date.now() + ms));
   }
 
   upsert(row: DirectoryRow): void {
@@ -44,58 +41,25 @@ export class Directory extends DurableObject<Env> {
   /** Tombstones a deleted session and releases the blobs it owned (docs/blobs.md "Deletion"). */
   async tombstone(row: DirectoryRow, deletedMs: number, tenant = ""): Promise<void> {
     this._store.tombstone(row, deletedMs);
-    if (!tenant) return;
-    this._owners.release(tenant, row.uid);
-    await this._collect();
+    if (tenant) await this._blobs.release(tenant, row.uid);
   }
 
   /**
    * Counts each session of `uids` as an owner of each digest, before the bytes are stored or a
-   * record names them. Waits out a deletion of the same digest already in flight, so the put that
-   * follows cannot be undone by it.
+   * record names them (objects/directory/blob-collector.ts).
    */
-  async ownBlobs(uids: string[], shas: Sha256Hex[]): Promise<void> {
-    await Promise.all(shas.map((s) => this._deleting.get(s)).filter((p) => p !== undefined));
-    this._owners.own(uids, shas);
+  ownBlobs(uids: string[], shas: Sha256Hex[]): Promise<void> {
+    return this._blobs.own(uids, shas);
   }
 
   /** Releases what `uid` owns without a tombstone: a fork child that was discarded. */
-  async releaseBlobs(tenant: string, uid: string): Promise<void> {
-    this._owners.release(tenant, uid);
-    await this._collect();
+  releaseBlobs(tenant: string, uid: string): Promise<void> {
+    return this._blobs.release(tenant, uid);
   }
 
-  /** Retries the blob deletions a failure left queued. */
+  /** Retries the blob deletions a failure (or an eviction) left queued. */
   async alarm(): Promise<void> {
-    await this._collect();
-  }
-
-  /** Deletes queued digests nobody owns, in batches; a failure re-arms the alarm to retry. */
-  private async _collect(): Promise<void> {
-    if (!this._blobs) return;
-    for (;;) {
-      const batch = this._owners.queued(100).filter((q) => !this._deleting.has(q.sha256));
-      if (batch.length === 0) return;
-      const byTenant = new Map<string, Sha256Hex[]>();
-      for (const q of batch) byTenant.set(q.tenant, [...(byTenant.get(q.tenant) ?? []), q.sha256]);
-      const run = (async () => {
-        for (const [tenant, shas] of byTenant) await this._blobs!.delete(tenant, shas);
-      })();
-      const settled = run.then(
-        () => undefined,
-        () => undefined,
-      );
-      for (const q of batch) this._deleting.set(q.sha256, settled);
-      try {
-        await run;
-        for (const q of batch) this._owners.deleted(q.sha256);
-      } catch {
-        await this.ctx.storage.setAlarm(Date.now() + 60_000);
-        return;
-      } finally {
-        for (const q of batch) this._deleting.delete(q.sha256);
-      }
-    }
+    await this._blobs.collect();
   }
 
   head(uid: string): { seq: number; hash: string; deletedMs?: number } | undefined {
