@@ -3,6 +3,7 @@
  * secret`, or locally the shell that runs `npm start` / .dev.vars). Secrets stay in this object:
  * nothing here is logged or journaled.
  */
+import { DEFAULT_BLOB_INLINE_MAX_BYTES } from "../proto/blob-ref.js";
 import type { OpenAiChatConfig } from "./models/openai-chat.js";
 import type { HttpExecutorConfig } from "./tools/http-executor.js";
 import type { McpExecutorConfig } from "./tools/mcp-executor.js";
@@ -62,6 +63,8 @@ export interface ConfigEnv {
   MAX_REQUEST_BYTES?: string;
   MAX_INPUTS_PER_EXEC?: string;
   MAX_EVENT_BYTES?: string;
+  /** Parts over this many bytes are stored in the BLOBS bucket, referenced from the record (docs/blobs.md). */
+  BLOB_INLINE_MAX_BYTES?: string;
   MAX_STRUCT_DEPTH?: string;
   MAX_FORK_COUNT?: string;
   MAX_CONCURRENT_EXECS?: string;
@@ -77,6 +80,8 @@ export interface HostLimits {
   maxInputsPerExec: number;
   /** One journaled event, encoded (RESOURCE_EXHAUSTED); never above the storage row limit. */
   maxEventBytes: number;
+  /** A part over this many bytes goes to the BLOBS bucket and its record carries a reference (docs/blobs.md). */
+  blobInlineMaxBytes: number;
   /** Nesting of google.protobuf.Struct/ListValue in a request (INVALID_ARGUMENT). */
   maxStructDepth: number;
   /** Children of one Fork (INVALID_ARGUMENT); never above the contract's 128. */
@@ -109,6 +114,7 @@ export function hostLimits(env: ConfigEnv): HostLimits {
     maxRequestBytes: whole("MAX_REQUEST_BYTES", 4 * 1024 * 1024),
     maxInputsPerExec: whole("MAX_INPUTS_PER_EXEC", 64),
     maxEventBytes: Math.min(whole("MAX_EVENT_BYTES", 1_000_000), STORAGE_EVENT_CEILING),
+    blobInlineMaxBytes: whole("BLOB_INLINE_MAX_BYTES", DEFAULT_BLOB_INLINE_MAX_BYTES),
     maxStructDepth: whole("MAX_STRUCT_DEPTH", 32),
     maxForkCount: Math.min(whole("MAX_FORK_COUNT", CONTRACT_MAX_FORK), CONTRACT_MAX_FORK),
     maxConcurrentExecs: whole("MAX_CONCURRENT_EXECS", 32, true),

@@ -4,6 +4,10 @@
  * Thin: the SQL lives in objects/directory/directory-store.ts and registry-store.ts.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { Sha256Hex } from "../proto/blob-ref.js";
+import { createR2BlobStore } from "./blobs/blob-store.js";
+import { BlobCollector } from "./directory/blob-collector.js";
+import { BlobOwnersStore } from "./directory/blob-owners-store.js";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
 import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
 import type { Env } from "./env.js";
@@ -12,12 +16,14 @@ import { sqlDbFromStorage } from "./storage/do-sql.js";
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
   private readonly _registry: RegistryStore;
+  private readonly _blobs: BlobCollector;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = sqlDbFromStorage(ctx.storage);
     this._store = new DirectoryStore(db);
     this._registry = new RegistryStore(db, () => Date.now());
+    this._blobs = new BlobCollector(new BlobOwnersStore(db), env.BLOBS && createR2BlobStore(env.BLOBS), (ms) => ctx.storage.setAlarm(Date.now() + ms));
   }
 
   upsert(row: DirectoryRow): void {
@@ -32,8 +38,28 @@ export class Directory extends DurableObject<Env> {
     this._store.upsertMany(rows);
   }
 
-  tombstone(row: DirectoryRow, deletedMs: number): void {
+  /** Tombstones a deleted session and releases the blobs it owned (docs/blobs.md "Deletion"). */
+  async tombstone(row: DirectoryRow, deletedMs: number, tenant = ""): Promise<void> {
     this._store.tombstone(row, deletedMs);
+    if (tenant) await this._blobs.release(tenant, row.uid);
+  }
+
+  /**
+   * Counts each session of `uids` as an owner of each digest, before the bytes are stored or a
+   * record names them (objects/directory/blob-collector.ts).
+   */
+  ownBlobs(uids: string[], shas: Sha256Hex[]): Promise<void> {
+    return this._blobs.own(uids, shas);
+  }
+
+  /** Releases what `uid` owns without a tombstone: a fork child that was discarded. */
+  releaseBlobs(tenant: string, uid: string): Promise<void> {
+    return this._blobs.release(tenant, uid);
+  }
+
+  /** Retries the blob deletions a failure (or an eviction) left queued. */
+  async alarm(): Promise<void> {
+    await this._blobs.collect();
   }
 
   head(uid: string): { seq: number; hash: string; deletedMs?: number } | undefined {

@@ -14,6 +14,8 @@ export interface Env extends ConfigEnv {
   HARNESS_TUNNELS: DurableObjectNamespace<HarnessTunnel>;
   /** One per tenant: request rate and concurrent executions (objects/limits). */
   TENANT_LIMITS: DurableObjectNamespace<TenantLimiter>;
+  /** Large parts of journaled events, content-addressed (docs/blobs.md); without it parts stay inline. */
+  BLOBS?: R2Bucket;
   /** Used only by the benchmark routes (bench/). */
   BENCH_OBJECT: DurableObjectNamespace<BenchObject>;
   /** "1" exposes the benchmark routes (bench/); never set in a deployment. */

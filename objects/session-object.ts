@@ -24,6 +24,8 @@ import type { Outcome } from "./session/outcomes.js";
 import type { States } from "./session/projection.js";
 import { SessionHost, type AuditReport, type Decision, type ExecStart, type ForkClone, type ForkSource } from "./session/session-host.js";
 import { timedProvider } from "./models/timed.js";
+import { parseSha256 } from "../proto/blob-ref.js";
+import { createR2BlobStore } from "./blobs/blob-store.js";
 import { createToolExecutor } from "./tools/executor.js";
 import { withRequestId } from "./request-context.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
@@ -56,6 +58,11 @@ export class SessionObject extends DurableObject<Env> {
       tools: createToolExecutor(config),
       maxEventBytes: limits.maxEventBytes,
       clock: Date.now,
+      blobs: env.BLOBS && {
+        store: createR2BlobStore(env.BLOBS),
+        maxInline: limits.blobInlineMaxBytes,
+        own: (tenant, uids, shas) => directoryStub(env, tenant).ownBlobs(uids, shas),
+      },
       leases:
         settings.maxConcurrent > 0
           ? {
@@ -121,7 +128,8 @@ export class SessionObject extends DurableObject<Env> {
           headHash,
           session: bytes,
         };
-        await directoryStub(this.env, tenant).tombstone(row, Date.now());
+        // The tombstone releases the blobs this session owned, in the same Directory call.
+        await directoryStub(this.env, tenant).tombstone(row, Date.now(), tenant);
       }),
     );
   }
@@ -143,6 +151,13 @@ export class SessionObject extends DurableObject<Env> {
 
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {
     return this._host.read(from, to, limit);
+  }
+
+  /** Whether this session's journal references the blob, and its length (GetBlob, docs/blobs.md). */
+  blob(sha: string): Outcome<{ bytes: number }> {
+    const hex = parseSha256(sha);
+    if (!hex) return { ok: false, reason: "invalid_request", message: "sha256 must be 64 lowercase hex characters" };
+    return this._host.blob(hex);
   }
 
   audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {

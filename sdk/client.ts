@@ -12,6 +12,8 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
+import { BlobMismatchError, blobRefsOf, parseSha256, resolveEvent, type BlobReference } from "../proto/blob-ref.js";
 import { textOf, userText } from "../proto/messages.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -117,6 +119,8 @@ export class SessionsClient {
   readonly raw: Client<typeof Sessions>;
   /** The Audit service (our extension, not the contract), on the same transport as `raw`. @experimental */
   readonly rawAudit: Client<typeof Audit>;
+  /** The Blobs service (our extension: docs/blobs.md), on the same transport. @experimental */
+  readonly rawBlobs: Client<typeof Blobs>;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -138,6 +142,7 @@ export class SessionsClient {
     });
     this.raw = createClient(Sessions, transport);
     this.rawAudit = createClient(Audit, transport);
+    this.rawBlobs = createClient(Blobs, transport);
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
@@ -289,10 +294,90 @@ export class SessionsClient {
     return { session: first, finalSession: last, records, deltas, outputs, cursor };
   }
 
+  /**
+   * Blobs.GetBlob, chunk by chunk (docs/blobs.md): for writing a large blob somewhere without
+   * holding it whole. The caller checks the digest (getBlob does).
+   * @experimental Blobs is this host's extension, not part of agentsessions.v1.
+   */
+  async *blobChunks(session: string, sha256: string, o: { signal?: AbortSignal } = {}): AsyncIterable<Uint8Array> {
+    for await (const c of this.rawBlobs.getBlob({ session, sha256 }, { signal: o.signal })) yield c.data;
+  }
+
+  /**
+   * One blob the session's journal references, whole, checked: its SHA-256 must be `sha256`
+   * (hex, or "sha256:hex"), else DATA_LOSS. NOT_FOUND for a digest the session does not reference.
+   * @experimental Blobs is this host's extension, not part of agentsessions.v1.
+   */
+  async getBlob(session: string, sha256: string, o: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
+    const want = parseSha256(sha256);
+    if (!want) throw new ConnectError("sha256 must be 64 lowercase hex characters, optionally prefixed sha256:", Code.InvalidArgument);
+    const chunks: Uint8Array[] = [];
+    let total = -1;
+    let length = 0;
+    for await (const c of this.rawBlobs.getBlob({ session, sha256: want }, { signal: o.signal })) {
+      if (total < 0) total = Number(c.totalBytes);
+      chunks.push(c.data);
+      length += c.data.length;
+    }
+    if (total >= 0 && length !== total) throw new ConnectError(`blob sha256:${want} arrived with ${length} of its ${total} bytes`, Code.DataLoss);
+    const data = concatBytes(chunks, length);
+    const got = await sha256Bytes(data);
+    if (got !== want) throw new ConnectError(`blob sha256:${want} arrived with SHA-256 ${got}: it was changed in storage or on the way`, Code.DataLoss);
+    return data;
+  }
+
+  /**
+   * The records with every blob reference replaced by the part it stands for, each blob fetched
+   * once and checked against its digest and length (a mismatch is DATA_LOSS). For reading: a
+   * resolved record's content_hash covers the reference, so verify the records as they came.
+   * @experimental
+   */
+  async resolveRecords(session: string, records: readonly LogRecord[], o: { signal?: AbortSignal } = {}): Promise<LogRecord[]> {
+    const cache = new Map<string, Promise<Uint8Array>>();
+    const fetch = (ref: BlobReference) => {
+      let p = cache.get(ref.sha256);
+      if (!p) cache.set(ref.sha256, (p = this.getBlob(session, ref.sha256, o)));
+      return p;
+    };
+    const out: LogRecord[] = [];
+    for (const r of records) {
+      if (!r.event || blobRefsOf(r.event).length === 0) {
+        out.push(r);
+        continue;
+      }
+      try {
+        out.push({ ...r, event: await resolveEvent(r.event, fetch, sha256Bytes) });
+      } catch (e) {
+        if (e instanceof BlobMismatchError) throw new ConnectError(`record ${r.seq}: ${e.message}`, Code.DataLoss);
+        throw e;
+      }
+    }
+    return out;
+  }
+
   /** Committed records with from <= seq <= to (to = 0: head), verbatim. */
   replay(session: string, o: { from?: bigint; to?: bigint; signal?: AbortSignal } = {}): AsyncIterable<LogRecord> {
     return this.raw.replay({ session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n }, { signal: o.signal });
   }
+}
+
+function concatBytes(chunks: readonly Uint8Array[], length: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Lowercase hex SHA-256 with WebCrypto (Node 20, browsers, Workers alike). */
+export async function sha256Bytes(data: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>));
+  let hex = "";
+  for (const b of digest) hex += b.toString(16).padStart(2, "0");
+  return hex;
 }
 
 export function createSessionsClient(opts: ClientOptions = {}): SessionsClient {

@@ -27,3 +27,16 @@ export * from "../proto/gen/agentsessions/v1/common_pb.js";
 export * from "../proto/gen/agentsessions/v1/session_pb.js";
 export * from "../proto/gen/agentsessions/v1/harness_pb.js";
 export * from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+export * from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
+export { sha256Bytes } from "./client.js";
+export {
+  blobRefsOf,
+  resolveEvent,
+  parseBlobUri,
+  parseSha256,
+  BlobMismatchError,
+  BLOB_URI_PREFIX,
+  BLOB_REF_KEY,
+  type BlobReference,
+  type BlobLocator,
+} from "../proto/blob-ref.js";

@@ -16,6 +16,8 @@ import {
   ToolResult_Code,
 } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../proto/messages.js";
+import { BLOB_REF_KEY } from "../proto/blob-ref.js";
+import { blobsBlock, bytesText } from "./blob-view.js";
 import { type Child, h } from "./dom.js";
 import { codeInWords } from "./errors.js";
 import { clip, clockTime, count, duration, isoTime, jsonLine, kindName, prettyJson, shortHash } from "./format.js";
@@ -70,6 +72,7 @@ export function recordItem(rec: LogRecord, ctx: RecordContext): HTMLLIElement {
       ),
     ),
     ev && detail(ev),
+    ev && blobsBlock(ev, ctx.uid),
     raw,
   );
 }
@@ -91,8 +94,10 @@ function partText(p: Part): string {
       return `[result of ${p.part.value.id}]`;
     case "file":
       return `[file ${p.part.value.name || p.part.value.mime}]`;
-    case "data":
-      return "[data]";
+    case "data": {
+      const ref = p.part.value.data?.[BLOB_REF_KEY] as { bytes?: string } | undefined;
+      return ref ? `[text stored as a blob, ${bytesText(Number(ref.bytes ?? 0))}]` : "[data]";
+    }
     case "reasoning":
       return "[reasoning]";
     default:

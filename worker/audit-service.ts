@@ -26,7 +26,7 @@ export function createAuditService(env: Env): ServiceImpl<typeof Audit> {
         );
       }
       if (!r.ok) throw connectErrorFrom(r);
-      const { chain, replay } = r.value;
+      const { chain, replay, blobs } = r.value;
       return {
         chainOk: chain.ok,
         records: chain.records,
@@ -37,6 +37,9 @@ export function createAuditService(env: Env): ServiceImpl<typeof Audit> {
         outputs: replay?.outputs ?? [],
         divergence: replay?.divergence ?? "",
         modelCalls: BigInt(replay?.modelCalls ?? 0),
+        blobsOk: blobs.ok,
+        blobsChecked: BigInt(blobs.checked),
+        blobDetail: blobs.detail,
       };
     },
   };

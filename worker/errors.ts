@@ -15,6 +15,9 @@ export function codeFor(reason: FailureReason): Code {
     // "unknown session uid (Get, Exec with uid, Approve, Resume/Suspend routing)"
     case "session_not_found":
       return Code.NotFound;
+    // Our extension (docs/blobs.md): GetBlob for a digest the session's journal does not reference.
+    case "blob_not_found":
+      return Code.NotFound;
     // "CAS conflict, stale fence, overlapping Exec/Suspend/Resume on one session"
     case "cas_conflict":
     case "fenced":

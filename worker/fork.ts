@@ -14,6 +14,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { SessionSchema, type ForkRequest, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import type { Sha256Hex } from "../proto/blob-ref.js";
 import { mintSessionUid } from "../proto/ids.js";
 import type { DirectoryRow } from "../objects/directory/directory-store.js";
 import { directoryStub, sessionStub, type Env, type Failure } from "../objects/index.js";
@@ -32,11 +33,15 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
   const parent = sessionStub(env, tenant, parentUid);
   const source = await parent.forkSource(req.atSeq, requestId);
   if (!source.ok) throw connectErrorFrom(source);
-  const { atSeq, statics, states, memory } = source.value;
+  const { atSeq, statics, states, memory, blobs } = source.value;
   const inherited = fromBinary(SessionSchema, statics);
 
   const uids = Array.from({ length: count }, () => mintSessionUid());
   const children = uids.map((uid) => sessionStub(env, tenant, uid));
+  // Children share the parent's blobs (no copy): each owns them before it holds a record naming
+  // them, so deleting the parent meanwhile cannot erase them (docs/blobs.md "Forks").
+  const directory = directoryStub(env, tenant);
+  if (blobs.length > 0) await directory.ownBlobs(uids, blobs as Sha256Hex[]);
   const childStatics = (i: number) =>
     toBinary(
       SessionSchema,
@@ -106,6 +111,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
     }
   } catch (e) {
     await Promise.allSettled(children.map((c) => c.forkDiscard()));
+    if (blobs.length > 0) await Promise.allSettled(uids.map((uid) => directory.releaseBlobs(tenant, uid)));
     throw e;
   }
 }

@@ -2,14 +2,18 @@
  * `agentctl export`: writes a session's journal to a standalone SQLite file, one row per record,
  * `event` holding the exact protobuf bytes of the record's Event, so anyone who knows only the
  * contract can re-verify the chain offline (CONTRACT.md §7; the check is in
- * test/node/cli/export.test.ts). Built in memory with sql.js and written once.
+ * test/node/cli/export.test.ts). Built in memory with sql.js and written once. Every blob the
+ * records reference is written beside it, `blobs/<sha256>` (docs/blobs.md "Export"), each checked
+ * against its digest as it arrives.
  */
 import { writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
 import initSqlJs from "sql.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { blobRefsOf, type BlobReference } from "../../proto/blob-ref.js";
 import { sessionArg, UsageError } from "../args.js";
+import { blobsDirOf, downloadBlob } from "../blob-files.js";
 import { writeJsonLine, type Command } from "../command.js";
 
 const EXPORT_SCHEMA = `CREATE TABLE events (
@@ -23,11 +27,12 @@ const EXPORT_SCHEMA = `CREATE TABLE events (
 
 export const exportCommand: Command = {
   name: "export",
-  summary: "write a session's journal to a SQLite file",
+  summary: "write a session's journal to a SQLite file, and its blobs to blobs/ beside it",
   synopsis: "export --session UID --out FILE [--force]",
   help: [
     "--session UID    the session (or give it as the argument)",
-    "--out FILE       the SQLite file to write; refused if it exists",
+    "--out FILE       the SQLite file to write; refused if it exists. Blobs the records reference",
+    "                 go to blobs/<sha256> in the same directory",
     "--force          overwrite FILE if it exists",
   ],
   flags: { session: "string", out: "string", force: "boolean" },
@@ -43,12 +48,14 @@ export const exportCommand: Command = {
     const SQL = await initSqlJs();
     const db = new SQL.Database();
     let n = 0;
+    const refs = new Map<string, BlobReference>();
     try {
       db.run(EXPORT_SCHEMA);
       const insert = db.prepare("INSERT INTO events (session, seq, prev_hash, hash, event) VALUES (?, ?, ?, ?, ?)");
       for await (const r of ctx.client().replay(uid)) {
         const event = toBinary(EventSchema, r.event ?? create(EventSchema));
         insert.run([uid, Number(r.seq), r.prevHash, r.contentHash, event]);
+        for (const ref of r.event ? blobRefsOf(r.event) : []) refs.set(ref.sha256, ref);
         n++;
       }
       insert.free();
@@ -59,8 +66,10 @@ export const exportCommand: Command = {
     } finally {
       db.close();
     }
-    if (ctx.json) writeJsonLine(ctx, { session: uid, records: String(n), out });
-    else ctx.out.write(`exported ${n} records to ${out}\n`);
+    const dir = blobsDirOf(out);
+    for (const ref of refs.values()) await downloadBlob(ctx.client(), uid, ref, dir);
+    if (ctx.json) writeJsonLine(ctx, { session: uid, records: String(n), out, blobs: String(refs.size) });
+    else ctx.out.write(`exported ${n} records to ${out}` + (refs.size > 0 ? ` and ${refs.size} blobs to ${dir}` : "") + "\n");
     return 0;
   },
 };

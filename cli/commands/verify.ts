@@ -8,6 +8,9 @@
  * verdict is printed when it disagrees with the local one; it checks against the head the tenant's
  * Directory anchored, so it catches a truncated journal that a replayed prefix cannot show.
  * A deleted session fails not_found with the host's tombstone (when and at which head).
+ * Every blob a record references (docs/blobs.md) is fetched and its SHA-256 and length checked
+ * against the reference, so a changed blob fails as a changed record does. With --export FILE it
+ * checks an export offline instead (cli/verify-export.ts).
  * Exit 1 when any check fails. Tested in test/node/cli/cli.test.ts and resume-verify.test.ts.
  */
 import { create } from "@bufbuild/protobuf";
@@ -15,28 +18,37 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { VerifyResponse } from "../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
+import { blobRefsOf } from "../../proto/blob-ref.js";
 import { sessionArg } from "../args.js";
+import { verifyExport } from "../verify-export.js";
 import { writeJsonLine, type Command, type CommandContext } from "../command.js";
 
 export const verifyCommand: Command = {
   name: "verify",
   summary: "recompute a session's hash chain locally; --replay re-runs its turns on the host",
-  synopsis: "verify --session UID [--replay]",
+  synopsis: "verify --session UID [--replay] | verify --export FILE",
   help: [
     "--session UID    the session (or give it as the argument)",
     "--replay         also have the host re-run every completed turn from the journal (Audit.Verify):",
     "                 fails unless every output is re-produced with 0 model calls",
+    "--export FILE    check an export offline instead (agentctl export): every chain in FILE and",
+    "                 every blob it references in blobs/ beside it; no server is contacted",
   ],
-  flags: { session: "string", replay: "boolean" },
+  flags: { session: "string", replay: "boolean", export: "string" },
 
   async run(ctx, args) {
+    const file = args.strings.get("export");
+    if (file) return verifyExport(ctx, file);
     const uid = sessionArg(args);
-    const rep = await verifyLocally(ctx, uid);
-    if (!ctx.json) ctx.out.write(chainLine(rep) + "\n");
+    const { chain: rep, blobs } = await verifyLocally(ctx, uid);
+    if (!ctx.json) {
+      ctx.out.write(chainLine(rep) + "\n");
+      if (blobs.checked > 0 || blobs.problem) ctx.out.write(blobs.problem ? `BLOB TAMPERED: ${blobs.problem}\n` : `BLOBS VERIFIED ${blobs.checked} blobs\n`);
+    }
     const audit = args.booleans.has("replay") ? await ctx.client().verify(uid, { replay: true }) : undefined;
     const serverDiffers = audit !== undefined && disagrees(rep, audit);
     const replayOk = audit === undefined || (audit.replayOk && audit.modelCalls === 0n);
-    const ok = rep.ok && (audit === undefined || audit.chainOk) && replayOk;
+    const ok = rep.ok && blobs.problem === "" && (audit === undefined || (audit.chainOk && audit.blobsOk)) && replayOk;
 
     if (ctx.json) {
       writeJsonLine(ctx, {
@@ -45,12 +57,14 @@ export const verifyCommand: Command = {
         records: rep.records.toString(),
         headHash: rep.headHash,
         ...(rep.ok ? {} : { firstBadSeq: rep.firstBadSeq.toString(), reason: rep.reason }),
+        blobs: { checked: String(blobs.checked), ok: blobs.problem === "", ...(blobs.problem ? { problem: blobs.problem } : {}) },
         ...(audit === undefined ? {} : { server: serverJson(audit), replay: replayJson(audit) }),
       });
       return ok ? 0 : 1;
     }
     if (audit === undefined) return ok ? 0 : 1;
     if (serverDiffers) ctx.out.write(`server: ${serverChainLine(audit)}\n`);
+    if (!audit.blobsOk) ctx.out.write(`server: BLOB TAMPERED: ${audit.blobDetail}\n`);
     ctx.out.write(replayLine(audit) + "\n");
     // One output per line; JSON-quoted so a multi-line answer cannot pass for another line.
     audit.outputs.forEach((o, i) => ctx.out.write(`  output ${i + 1}: ${JSON.stringify(o)}\n`));
@@ -58,17 +72,31 @@ export const verifyCommand: Command = {
   },
 };
 
-async function verifyLocally(ctx: CommandContext, uid: string): Promise<ChainReport> {
+async function verifyLocally(ctx: CommandContext, uid: string): Promise<{ chain: ChainReport; blobs: { checked: number; problem: string } }> {
   const v = new ChainVerifier();
+  const refs = new Map<string, bigint>();
   try {
     for await (const r of ctx.client().replay(uid)) {
       // A record served without an event is hashed as the empty event, so it fails unless it was one.
       v.push({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event ?? create(EventSchema) });
+      for (const ref of r.event ? blobRefsOf(r.event) : []) if (!refs.has(ref.sha256)) refs.set(ref.sha256, r.seq);
     }
   } catch (e) {
     throw await explainNotFound(ctx, uid, e);
   }
-  return v.report();
+  // Each blob is fetched and hashed here (getBlob refuses one whose SHA-256 differs), not taken on
+  // the server's word. The references themselves are covered by the chain just checked.
+  let checked = 0;
+  for (const [sha, seq] of refs) {
+    try {
+      await ctx.client().getBlob(uid, sha);
+      checked++;
+    } catch (e) {
+      const why = e instanceof ConnectError ? e.rawMessage : String(e);
+      return { chain: v.report(), blobs: { checked, problem: `blob sha256:${sha} (first referenced at seq ${seq}): ${why}` } };
+    }
+  }
+  return { chain: v.report(), blobs: { checked, problem: "" } };
 }
 
 /**
@@ -117,6 +145,9 @@ function replayLine(a: VerifyResponse): string {
 function serverJson(a: VerifyResponse): Record<string, unknown> {
   return {
     chainOk: a.chainOk,
+    blobsOk: a.blobsOk,
+    blobsChecked: a.blobsChecked.toString(),
+    ...(a.blobsOk ? {} : { blobDetail: a.blobDetail }),
     records: a.records.toString(),
     headHash: a.headHash,
     ...(a.chainOk ? {} : { firstBadSeq: a.firstBadSeq.toString(), chainDetail: a.chainDetail }),

@@ -66,7 +66,7 @@ export class LiveSink implements EventSink {
       knownCallIds: new Set(),
       ..._o.tools,
       executionId: _o.executionId,
-      writer: { append: (events) => this._append(events) },
+      writer: { append: async (events) => this._append(await this._externalize(events)) },
       signal: _o.signal,
     };
   }
@@ -103,7 +103,7 @@ export class LiveSink implements EventSink {
       const call = wireModelCall(req);
       const inputHash = this._o.inputHash ? this._o.inputHash.hash(call) : modelInputHash(call);
       // Committed before the call leaves the host; a host-run model's call leaves nothing.
-      this._record(
+      await this._record(
         EventKind.EVENT_MODEL_CALL,
         { case: "model", value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }) },
         this._staysInHost(model),
@@ -138,13 +138,13 @@ export class LiveSink implements EventSink {
     // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
     if (onDelta && streamed) onDelta("", true);
     // A provider's answer cost a call: it is committed at once. A host-run model's can wait.
-    this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message }, this._staysInHost(req.model));
+    await this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message }, this._staysInHost(req.model));
     return res;
   }
 
   output(text: string): Promise<void> {
     return this._serial(async () => {
-      this._record(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(text) }, this._o.sinkOnly === true);
+      await this._record(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(text) }, this._o.sinkOnly === true);
     });
   }
 
@@ -154,7 +154,7 @@ export class LiveSink implements EventSink {
       const refused = refuseBeforeIntent(this._tools, call);
       if (refused) throw this.latch(refused);
       try {
-        if (call.mediation === Mediation.REQUIRES_APPROVAL) park(this._tools, call, opts?.approvalTimeoutSeconds);
+        if (call.mediation === Mediation.REQUIRES_APPROVAL) await park(this._tools, call, opts?.approvalTimeoutSeconds);
         return await recordAndExecute(this._tools, call);
       } catch (e) {
         throw this._latchFatal(e);
@@ -198,13 +198,13 @@ export class LiveSink implements EventSink {
     return this._serial(async () => {
       const refused = reportRefusal(result);
       if (refused) throw this.latch(new ToolCallRefusedError("invalid_args", refused));
-      this._record(EventKind.EVENT_TOOL_RESULT, { case: "result", value: result });
+      await this._record(EventKind.EVENT_TOOL_RESULT, { case: "result", value: result });
     });
   }
 
   usage(usage: Usage): Promise<void> {
     return this._serial(async () => {
-      this._record(EventKind.EVENT_USAGE, { case: "usage", value: usage }, this._o.sinkOnly === true);
+      await this._record(EventKind.EVENT_USAGE, { case: "usage", value: usage }, this._o.sinkOnly === true);
     });
   }
 
@@ -213,16 +213,20 @@ export class LiveSink implements EventSink {
     return this._o.sinkOnly === true && this._o.models.inProcess?.(model) === true;
   }
 
-  /** Records one event: now, or staged for the turn's next commit (see TurnWriter). */
-  private _record(kind: EventKind, body: Event["body"], staged = false): void {
+  /**
+   * Records one event: now, or staged for the turn's next commit (see TurnWriter). A part over the
+   * inline limit is stored as a blob first, and the record carries its reference (docs/blobs.md).
+   */
+  private async _record(kind: EventKind, body: Event["body"], staged = false): Promise<void> {
     this._check();
-    const ev = create(EventSchema, { executionId: this._o.executionId, kind, body });
+    const [ev] = await this._externalize([create(EventSchema, { executionId: this._o.executionId, kind, body })]);
+    this._check();
     if (!staged) {
-      this._append([ev]);
+      this._append([ev!]);
       return;
     }
     try {
-      this._o.writer.stage([ev]);
+      this._o.writer.stage([ev!]);
     } catch (e) {
       throw this.latch(e instanceof Error ? e : new Error(String(e)));
     }
@@ -236,6 +240,15 @@ export class LiveSink implements EventSink {
   private _append(events: readonly Event[]) {
     try {
       return this._o.writer.append(events);
+    } catch (e) {
+      throw this.latch(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  /** Stores the blobs of parts over the inline limit (TurnWriter.externalize); a failure latches. */
+  private async _externalize(events: readonly Event[]): Promise<readonly Event[]> {
+    try {
+      return await this._o.writer.externalize(events);
     } catch (e) {
       throw this.latch(e instanceof Error ? e : new Error(String(e)));
     }

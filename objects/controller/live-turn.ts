@@ -24,7 +24,7 @@ import {
 import type { ParkedGate } from "./tool-steps.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
-import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
+import { TurnWriter, type EventExternalizer, type RecordObserver, type TurnLog } from "./turn-writer.js";
 
 export interface LiveTurnPlan {
   sessionUid: string;
@@ -55,6 +55,13 @@ export interface TurnDeps {
   tools?: LiveSinkOptions["tools"];
   /** The session's incremental input hash (input-hash.ts). */
   inputHash?: LiveSinkOptions["inputHash"];
+  /** Stores parts over the inline limit as blobs before their records commit (docs/blobs.md). */
+  blobs?: EventExternalizer;
+  /**
+   * Records 1..`to` with every blob reference resolved, when any of them holds one; undefined when
+   * none does (the history is then decoded lazily from the log). A harness never sees a reference.
+   */
+  resolvedHistory?: (to: bigint) => Promise<Event[] | undefined>;
 }
 
 export type TurnOutcome =
@@ -68,9 +75,17 @@ export type TurnOutcome =
 
 export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<TurnOutcome> {
   const before = deps.log.head();
-  const writer = new TurnWriter(deps.log, 0n, deps.observe);
-  const opened = writer.open([startMarker(plan), ...plan.inputs.map((m) => inputEvent(plan.executionId, m))], plan.expectedSeq);
+  const writer = new TurnWriter(deps.log, 0n, deps.observe, deps.blobs);
+  let first: readonly Event[] = [startMarker(plan), ...plan.inputs.map((m) => inputEvent(plan.executionId, m))];
+  try {
+    first = await writer.externalize(first);
+  } catch (e) {
+    if (e instanceof AppendRefusedError) return { kind: "refused", refusal: e.refusal };
+    throw e;
+  }
+  const opened = writer.open(first, plan.expectedSeq);
   if (!opened.ok) return { kind: "refused", refusal: opened };
+  const resolved = before.seq === 0n || plan.memoryRestored ? undefined : await deps.resolvedHistory?.(before.seq);
 
   const sink = new LiveSink({
     executionId: plan.executionId,
@@ -96,7 +111,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     // Decoded lazily: a harness that never reads its history costs no journal scan.
     get history() {
       // (to = 0 would mean "head", which by now includes this turn's own records.)
-      history ??= before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq);
+      history ??= resolved ?? (before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq));
       return history;
     },
   };

@@ -19,7 +19,7 @@ import type { InputHashCache } from "./input-hash.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
-import { TurnWriter, type RecordObserver, type TurnLog } from "./turn-writer.js";
+import { TurnWriter, type EventExternalizer, type RecordObserver, type TurnLog } from "./turn-writer.js";
 
 export type ResumeOutcome =
   /** The latest execution already ended (or there is none): nothing to do, nothing written. */
@@ -55,9 +55,15 @@ export interface ResumeOptions {
   signal: AbortSignal;
   /** The session's incremental input hash (input-hash.ts). */
   inputHash?: InputHashCache;
+  /** Stores parts over the inline limit as blobs before their records commit (docs/blobs.md). */
+  blobs?: EventExternalizer;
 }
 
-/** `journal`: its records, or their parse when the caller keeps one (objects/session/session-cache.ts). */
+/**
+ * `journal`: its records, or their parse when the caller keeps one (objects/session/session-cache.ts).
+ * Blob references in it must already be resolved (docs/blobs.md): the harness is served recorded
+ * effects as they were, never a reference.
+ */
 export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: ResumeOptions): Promise<ResumeOutcome> {
   const parsed = Array.isArray(journal) ? parseExecutions(journal) : journal;
   if (!parsed.ok) return { kind: "invalid", detail: parsed.detail, incomplete: false };
@@ -83,7 +89,7 @@ export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: Resume
   if (refused) return { kind: "unplaceable", detail: refused };
   const inherited = inheritedIntent(parsed, ex);
   if (inherited !== undefined) return { kind: "inherited", detail: new InheritedToolIntentError(inherited).message };
-  const writer = new TurnWriter(o.log, o.mintFence(), o.observe);
+  const writer = new TurnWriter(o.log, o.mintFence(), o.observe, o.blobs);
   const stateless = served.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT;
   const live = new LiveSink({
     executionId: ex.id,

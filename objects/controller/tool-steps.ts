@@ -20,7 +20,7 @@ import {
 import { ApprovalParkedError, MissingToolExecutorError, ToolCallRefusedError, ToolExecutionError } from "./errors.js";
 import { toolCallRefusal } from "./tool-args.js";
 import type { ToolExecutor } from "./tools.js";
-import type { TurnWriter } from "./turn-writer.js";
+import type { AppendedRecord } from "../journal/journal.js";
 
 /**
  * The decision behind each gate receipt handed to a harness. The wire sends it (an `approval`
@@ -47,8 +47,11 @@ export interface ParkedGate {
 export interface ToolContext {
   sessionUid: string;
   executionId: string;
-  /** The turn's appends (through the live sink, which latches a failed one). */
-  writer: Pick<TurnWriter, "append">;
+  /**
+   * The turn's appends (through the live sink, which latches a failed one). Asynchronous: a part
+   * over the inline limit is stored as a blob before its record commits (docs/blobs.md).
+   */
+  writer: { append(events: readonly Event[]): Promise<AppendedRecord[]> };
   signal: AbortSignal;
   tools?: ToolExecutor;
   /** REQUIRES_APPROVAL needs a STATELESS_REPLAY harness (memory harnesses cannot re-run to the gate). */
@@ -80,12 +83,12 @@ export function refuseBeforeIntent(ctx: ToolContext, call: ToolCall): ToolCallRe
 }
 
 /** Journals the gate (TOOL_CALL then APPROVAL_REQUEST, one transaction) and parks the turn. */
-export function park(ctx: ToolContext, call: ToolCall, timeoutSeconds: number | undefined): never {
+export async function park(ctx: ToolContext, call: ToolCall, timeoutSeconds: number | undefined): Promise<never> {
   const timeout = timeoutSeconds ?? ctx.defaultApprovalTimeoutSeconds;
   const deadlineMs = timeout && timeout > 0 ? ctx.now() + timeout * 1000 : undefined;
   const reason = `tool ${call.tool} requires approval` + (deadlineMs ? `; denied automatically after ${new Date(deadlineMs).toISOString()}` : "");
   ctx.knownCallIds.add(call.id);
-  const recs = ctx.writer.append([
+  const recs = await ctx.writer.append([
     toolEvent(ctx.executionId, EventKind.EVENT_TOOL_CALL, { case: "tool", value: call }),
     toolEvent(ctx.executionId, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: create(ApprovalRequestSchema, { toolCallId: call.id, reason }) }),
   ]);
@@ -97,7 +100,7 @@ export function park(ctx: ToolContext, call: ToolCall, timeoutSeconds: number | 
 /** Journals the intent of a CONTROLLER_MEDIATED call, then runs it. */
 export async function recordAndExecute(ctx: ToolContext, call: ToolCall): Promise<ToolResult> {
   ctx.knownCallIds.add(call.id);
-  ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_CALL, { case: "tool", value: call })]);
+  await ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_CALL, { case: "tool", value: call })]);
   return execute(ctx, call);
 }
 
@@ -110,7 +113,7 @@ export async function execute(ctx: ToolContext, call: ToolCall): Promise<ToolRes
   const result = await ctx.tools.execute({ sessionUid: ctx.sessionUid, executionId: ctx.executionId, call }, ctx.signal);
   if (ctx.signal.aborted) throw ctx.signal.reason;
   const receipt = create(ToolResultSchema, { ...result, id: call.id, code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 0n, approvalDecisionSeq: 0n });
-  ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
+  await ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
   return receipt;
 }
 
@@ -152,7 +155,7 @@ export async function completeGate(
     }
   }
   if (ctx.signal.aborted) throw ctx.signal.reason;
-  ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
+  await ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
   noteDecision(receipt, { toolCallId: call.id, approved: decision.approved, reason: decision.reason, requestSeq });
   return receipt;
 }

@@ -12,6 +12,15 @@ import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { AppendedRecord, AppendResult, Head, Prepared, PreparedEvent } from "../journal/journal.js";
 import { AppendRefusedError } from "./errors.js";
 
+/**
+ * Stores the parts of events that are over the inline limit as blobs and returns the events with
+ * references in their place (objects/blobs/blob-writer.ts, docs/blobs.md). Resolves only once
+ * every blob is stored, so a record never commits before the bytes it names.
+ */
+export interface EventExternalizer {
+  externalize(events: readonly Event[]): Promise<readonly Event[]>;
+}
+
 /** The session's journal as the controller sees it: projections are applied underneath. */
 export interface TurnLog {
   append(events: readonly Event[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult;
@@ -33,7 +42,13 @@ export class TurnWriter {
     private readonly _log: TurnLog,
     private _fence: bigint,
     private readonly _observe: RecordObserver,
+    private readonly _blobs?: EventExternalizer,
   ) {}
+
+  /** `events` with their large parts stored as blobs (EventExternalizer); unchanged without a store. */
+  externalize(events: readonly Event[]): Promise<readonly Event[]> | readonly Event[] {
+    return this._blobs ? this._blobs.externalize(events) : events;
+  }
 
   get fence(): bigint {
     return this._fence;

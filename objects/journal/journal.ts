@@ -256,7 +256,10 @@ export class Journal {
    * prefix of a fork child. Links are checked; hashes are trusted because they were checked when
    * the parent wrote them and any verifier recomputes them.
    */
-  seed(records: readonly StoredRecord[]): { ok: true } | { ok: false; reason: "not_empty" | "broken_link"; seq: bigint } {
+  seed(
+    records: readonly StoredRecord[],
+    project?: (records: readonly StoredRecord[]) => void,
+  ): { ok: true } | { ok: false; reason: "not_empty" | "broken_link"; seq: bigint } {
     const head = this.head();
     let expected = head.seq + 1n;
     let prev: string = head.hash;
@@ -274,6 +277,7 @@ export class Journal {
         for (const r of batch) params.push(Number(r.seq), hashBytes(r.hash), Number(r.fence), r.event);
         this._db.query(insertRows(batch.length), ...params);
       }
+      project?.(records);
     });
     const last = records[records.length - 1]!;
     this._head = { seq: last.seq, hash: last.hash };

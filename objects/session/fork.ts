@@ -35,6 +35,8 @@ export interface ForkSource {
    * the parent must checkpoint and clone them (`forkClone`) before they are sealed.
    */
   memory: boolean;
+  /** The blobs records 1..at_seq reference: the children own them too (docs/blobs.md "Forks"). */
+  blobs: string[];
 }
 
 export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcome<ForkSource>> {
@@ -58,7 +60,8 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   }
   // Inherited gates cannot be approved in the child: it starts with no pending approval.
   const states = { ...projectRecords(INITIAL_STATES, s.events(1n, at)), pending: undefined };
-  return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states, memory });
+  const blobs = s.blobIndex.upTo(at).map((b) => b.sha256);
+  return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states, memory, blobs });
 }
 
 /**
@@ -116,7 +119,8 @@ export function forkBegin(s: SessionState, tenant: string, uid: string, statics:
 /** Appends one page of the parent's prefix, verbatim; links are checked, hashes kept as written. */
 export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true> {
   if (!s.exists()) return notFound();
-  const r = s.journal.seed(records);
+  // The child's blob index comes with its prefix, in the same transaction (docs/blobs.md).
+  const r = s.journal.seed(records, (seeded) => s.blobIndex.note(seeded));
   s.cache.reset();
   if (!r.ok) return failure("invalid_log", `fork prefix does not link at seq ${r.seq}: the parent changed under the fork; retry`);
   return success(true);

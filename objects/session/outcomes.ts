@@ -8,6 +8,7 @@ export type FailureReason =
   | "invalid_request"
   | "unknown_harness"
   | "session_not_found"
+  | "blob_not_found"
   | "session_exists"
   | "cas_conflict"
   | "fenced"

@@ -2,6 +2,7 @@
  * Migrations of a SessionObject's SQLite database. A session's storage is created only when the
  * session is (create, or a fork child's seed), so looking up an unknown uid leaves nothing behind.
  */
+import { SESSION_BLOBS_SCHEMA } from "../blobs/session-blobs.js";
 import { JOURNAL_PACKED_HASHES, JOURNAL_SCHEMA_1 } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
@@ -16,6 +17,8 @@ const MIGRATIONS: Migrations = [
   META_PLACEMENT_COLUMN,
   // 4: the journal's hashes as bytes, without the prev_hash column.
   JOURNAL_PACKED_HASHES,
+  // 5: the blobs the journal references (docs/blobs.md).
+  SESSION_BLOBS_SCHEMA,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {

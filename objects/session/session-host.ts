@@ -6,6 +6,7 @@
  * sql.js. SQLite is the truth; the only in-memory state is the live turn (the overlap guard, which
  * is global because a Durable Object has exactly one live instance) and caches.
  */
+import type { Sha256Hex } from "../../proto/blob-ref.js";
 import type { ExecRequest, Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
@@ -138,6 +139,14 @@ export class SessionHost {
   /** The object's alarm fired (approval deadlines). */
   alarm(): Promise<void> {
     return onApprovalAlarm(this._s);
+  }
+
+  /** A blob this session's journal references (GetBlob's authorization: docs/blobs.md); its length. */
+  blob(sha: Sha256Hex): Outcome<{ bytes: number }> {
+    if (!this._s.exists()) return notFound();
+    const row = this._s.blobIndex.get(sha);
+    if (!row) return failure("blob_not_found", `session ${this._s.uid} references no blob sha256:${sha}: read its records for the digests it names`);
+    return success({ bytes: row.bytes });
   }
 
   audit(replay: boolean, anchor?: { seq: number; hash: string }): Promise<Outcome<AuditReport>> {

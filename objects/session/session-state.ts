@@ -22,10 +22,14 @@ import { randomHex } from "../../proto/ids.js";
 import type { LoggedEvent, ParsedLog } from "../controller/execution-log.js";
 import type { DescribeHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
-import type { TurnLog } from "../controller/turn-writer.js";
 import type { LiveSinkOptions } from "../controller/live-sink.js";
 import type { ToolExecutor } from "../controller/tools.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
+import { BlobMismatchError, resolveEvent, type BlobReference, type Sha256Hex } from "../../proto/blob-ref.js";
+import { readBlob, sha256Hex, type BlobStore } from "../blobs/blob-store.js";
+import { createBlobWriter } from "../blobs/blob-writer.js";
+import { SessionBlobs } from "../blobs/session-blobs.js";
+import type { EventExternalizer, TurnLog } from "../controller/turn-writer.js";
 import { Journal, type AppendedRecord, type AppendResult, type PreparedEvent } from "../journal/journal.js";
 import type { SqlDb } from "../storage/sql.js";
 import { MetaStore, type SessionMeta } from "./meta-store.js";
@@ -66,6 +70,11 @@ export interface SessionHostDeps {
   maxEventBytes?: number;
   /** Stamps `Event.ts` on every event written (journal.ts); unset, events carry no time. */
   clock?: () => number;
+  /**
+   * Where parts over the inline limit go (docs/blobs.md); without it every part stays inline,
+   * bounded by maxEventBytes.
+   */
+  blobs?: SessionBlobDeps;
   /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
   cacheMaxBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
@@ -75,6 +84,13 @@ export interface SessionHostDeps {
    * and gives it back when it ends; unset, nothing is counted (in-process tests).
    */
   leases?: ExecutionLeases;
+}
+
+export interface SessionBlobDeps {
+  store: BlobStore;
+  maxInline: number;
+  /** Counts sessions `uids` of `tenant` as owners of the digests, in the tenant's Directory. */
+  own: (tenant: string, uids: string[], shas: Sha256Hex[]) => Promise<void>;
 }
 
 /** Slots in the tenant's count of running executions, held by this object's turns. */
@@ -125,6 +141,8 @@ export class SessionState {
   journal: Journal;
   /** The decoded journal and its parse, kept in memory (session-cache.ts). */
   readonly cache: SessionCache;
+  /** The blobs this journal references (objects/blobs/session-blobs.ts). */
+  readonly blobIndex: SessionBlobs;
   /** ModelCall input hashes, continued from the session's previous call (controller/input-hash.ts). */
   readonly inputHashes = new InputHashCache();
   readonly harnesses: HarnessResolver;
@@ -151,6 +169,7 @@ export class SessionState {
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
+    this.blobIndex = new SessionBlobs(d.db);
   }
 
   exists(): boolean {
@@ -162,6 +181,42 @@ export class SessionState {
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
     this.cache.reset();
+    this.blobIndex.forget();
+  }
+
+  /** Stores this turn's large parts as blobs before their records commit; undefined without a bucket. */
+  blobWriter(): EventExternalizer | undefined {
+    const b = this.d.blobs;
+    if (!b) return undefined;
+    const meta = this.meta.load()!;
+    return createBlobWriter({ tenant: meta.tenant, maxInline: b.maxInline, store: b.store, own: (shas) => b.own(meta.tenant, [meta.uid], shas) });
+  }
+
+  /**
+   * Records 1..`to` (0: all) decoded, with every blob reference resolved and checked; undefined
+   * when none of them references a blob (use the log as it is). What a harness is handed, in
+   * history and in recovery: never a reference (docs/blobs.md).
+   */
+  async resolvedEvents(to = 0n): Promise<LoggedEvent[] | undefined> {
+    const b = this.d.blobs;
+    if (!b || !this.blobIndex.any(to)) return undefined;
+    const tenant = this.meta.load()!.tenant;
+    const events = to <= 0n ? this.loggedEvents() : this.events(1n, to);
+    const fetched = new Map<string, Promise<Uint8Array>>();
+    const fetch = (ref: BlobReference) => {
+      let p = fetched.get(ref.sha256);
+      if (!p) {
+        p = readBlob(b.store, tenant, ref.sha256).then((data) => {
+          if (!data) throw new BlobMismatchError(ref, "is missing from the blob store");
+          return data;
+        });
+        fetched.set(ref.sha256, p);
+      }
+      return p;
+    };
+    const out: LoggedEvent[] = [];
+    for (const e of events) out.push({ seq: e.seq, event: await resolveEvent(e.event, fetch, sha256Hex) });
+    return out;
   }
 
   get uid(): string {
@@ -310,6 +365,7 @@ export class SessionState {
           before,
           records.map((x) => ({ seq: x.seq, event: x.decoded })),
         );
+        this.blobIndex.note(records);
         // Only a change of state costs a write; most records change nothing.
         if (!sameStates(after, before)) this.meta.setStates(after, now);
       },

@@ -223,7 +223,16 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         signal: live.abort.signal,
         memoryRestored: runsOnRestoredMemory(s, admitted.value.descriptor, admitted.value.served.runtime),
       },
-      { log: s.turnLog(), models: s.models(), observe, onDelta: deltaRelay(out, live.executionId), tools: s.toolDeps(), inputHash: s.inputHashes },
+      {
+        log: s.turnLog(),
+        models: s.models(),
+        observe,
+        onDelta: deltaRelay(out, live.executionId),
+        tools: s.toolDeps(),
+        inputHash: s.inputHashes,
+        blobs: s.blobWriter(),
+        resolvedHistory: async (to) => (await s.resolvedEvents(to))?.map((e) => e.event),
+      },
     );
     if (outcome.kind === "parked") {
       result = await parkCompute(s, observe);
@@ -295,7 +304,7 @@ function executorMissingForGate(s: SessionState, parsed: ParsedLog): boolean {
  * Re-drives the latest execution if it never ended (controller Resume). CanPlace is checked
  * against the runtime that places the harness: its backend's, else the built-in one.
  */
-function recover(
+async function recover(
   s: SessionState,
   live: LiveTurn,
   mintFence: () => bigint,
@@ -305,6 +314,8 @@ function recover(
 ): Promise<ResumeOutcome> {
   const runtime = o.runtime ?? s.runtime;
   const parsed = s.parsedLog();
+  // The harness is served recorded effects and history as they were: blob references resolved.
+  const resolved = await s.resolvedEvents();
   if (executorMissingForGate(s, parsed)) {
     return Promise.resolve({
       kind: "redriven",
@@ -312,8 +323,9 @@ function recover(
     });
   }
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
-  return resumeLatest(parsed, {
+  return resumeLatest(resolved ?? parsed, {
     tools: s.toolDeps(),
+    blobs: s.blobWriter(),
     sessionUid: s.uid,
     log: s.turnLog(),
     mintFence,

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentsessions/edge/v1/audit.proto.
  */
 export const file_agentsessions_edge_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudHNlc3Npb25zL2VkZ2UvdjEvYXVkaXQucHJvdG8SFWFnZW50c2Vzc2lvbnMuZWRnZS52MSIwCg1WZXJpZnlSZXF1ZXN0Eg8KB3Nlc3Npb24YASABKAkSDgoGcmVwbGF5GAIgASgIIsABCg5WZXJpZnlSZXNwb25zZRIQCghjaGFpbl9vaxgBIAEoCBIPCgdyZWNvcmRzGAIgASgDEhUKDWZpcnN0X2JhZF9zZXEYAyABKAMSEQoJaGVhZF9oYXNoGAQgASgJEhEKCXJlcGxheV9vaxgFIAEoCBIPCgdvdXRwdXRzGAYgAygJEhIKCmRpdmVyZ2VuY2UYByABKAkSEwoLbW9kZWxfY2FsbHMYCCABKAMSFAoMY2hhaW5fZGV0YWlsGAkgASgJMl4KBUF1ZGl0ElUKBlZlcmlmeRIkLmFnZW50c2Vzc2lvbnMuZWRnZS52MS5WZXJpZnlSZXF1ZXN0GiUuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlZlcmlmeVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiFhZ2VudHNlc3Npb25zL2VkZ2UvdjEvYXVkaXQucHJvdG8SFWFnZW50c2Vzc2lvbnMuZWRnZS52MSIwCg1WZXJpZnlSZXF1ZXN0Eg8KB3Nlc3Npb24YASABKAkSDgoGcmVwbGF5GAIgASgIIv4BCg5WZXJpZnlSZXNwb25zZRIQCghjaGFpbl9vaxgBIAEoCBIPCgdyZWNvcmRzGAIgASgDEhUKDWZpcnN0X2JhZF9zZXEYAyABKAMSEQoJaGVhZF9oYXNoGAQgASgJEhEKCXJlcGxheV9vaxgFIAEoCBIPCgdvdXRwdXRzGAYgAygJEhIKCmRpdmVyZ2VuY2UYByABKAkSEwoLbW9kZWxfY2FsbHMYCCABKAMSFAoMY2hhaW5fZGV0YWlsGAkgASgJEhAKCGJsb2JzX29rGAogASgIEhUKDWJsb2JzX2NoZWNrZWQYCyABKAMSEwoLYmxvYl9kZXRhaWwYDCABKAkyXgoFQXVkaXQSVQoGVmVyaWZ5EiQuYWdlbnRzZXNzaW9ucy5lZGdlLnYxLlZlcmlmeVJlcXVlc3QaJS5hZ2VudHNlc3Npb25zLmVkZ2UudjEuVmVyaWZ5UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message agentsessions.edge.v1.VerifyRequest
@@ -106,6 +106,28 @@ export type VerifyResponse = Message<"agentsessions.edge.v1.VerifyResponse"> & {
    * @generated from field: string chain_detail = 9;
    */
   chainDetail: string;
+
+  /**
+   * Every blob the journal references (docs/blobs.md) is in object storage with the length and
+   * SHA-256 its reference names. True when the journal references none.
+   *
+   * @generated from field: bool blobs_ok = 10;
+   */
+  blobsOk: boolean;
+
+  /**
+   * Blobs read and hashed.
+   *
+   * @generated from field: int64 blobs_checked = 11;
+   */
+  blobsChecked: bigint;
+
+  /**
+   * Which blob is missing or does not match, and where it is referenced; empty when blobs_ok.
+   *
+   * @generated from field: string blob_detail = 12;
+   */
+  blobDetail: string;
 };
 
 /**
