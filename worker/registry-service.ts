@@ -32,6 +32,7 @@ import { hostConfig, type ConfigEnv } from "../objects/config.js";
 import type { HarnessRecord, RegisterOutcome as StoredOutcome, RegisterResult, RetireResult } from "../objects/directory/registry-store.js";
 import type { TenantId } from "../proto/ids.js";
 import { callerOf } from "./context.js";
+import { internalError } from "./errors.js";
 
 /** CONTRACT.md §7.6: the canonical spec may not exceed this many bytes. */
 export const MAX_CANONICAL_SPEC_BYTES = 4096;
@@ -88,7 +89,7 @@ export function createRegistryService(
     try {
       return await call(directory(ctx));
     } catch (e) {
-      throw new ConnectError("internal error", Code.Internal, undefined, undefined, e);
+      throw internalError(e);
     }
   };
 

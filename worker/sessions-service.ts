@@ -18,7 +18,7 @@ import {
 import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.js";
 import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig } from "../objects/config.js";
-import { directoryStub, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
+import { directoryStub, failure, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
 import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
 import { recordedIdentity } from "./auth/index.js";
 import { binaryPassthrough, logRecordWithEventBytes } from "../proto/passthrough.js";
@@ -52,9 +52,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     async listSessions(req, ctx) {
       const project = req.project || DEFAULT_PROJECT;
       const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
-      if (!r.ok) {
-        throw new ConnectError("page_token is not a token this server issued: start again with an empty page_token", Code.InvalidArgument);
-      }
+      if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
       return { sessions: r.sessions.map((b) => fromBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
     },
 
