@@ -4,7 +4,7 @@
 export { SessionObject } from "./session-object.js";
 export { Directory } from "./directory.js";
 export { BenchObject } from "./bench-object.js";
-export { HarnessTunnel, TUNNEL_SUBPROTOCOL } from "./harness-tunnel.js";
+export { HarnessTunnel } from "./harness-tunnel.js";
 export { TenantLimiter } from "./tenant-limiter.js";
 export { sessionStub, directoryStub, tunnelStub, limiterStub, type Env } from "./env.js";
 export type { LimitSettings } from "./limits/tenant-limits.js";

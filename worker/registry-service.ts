@@ -38,7 +38,7 @@ import {
 import type { HarnessDescriptor } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { specDigest } from "../proto/canon.js";
 import { isHarnessName } from "../proto/harness-name.js";
-import { builtinHarnesses, type HarnessResolver } from "../runtimes/builtin/index.js";
+import { BUILTIN_NAMES, servedBuiltins, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig, type ConfigEnv } from "../objects/config.js";
 // Types only, and no objects/index.js: this module also runs in process in Node tests
 // (test/node/registry/registry-service.test.ts), where the Durable Object classes cannot load.
@@ -184,8 +184,8 @@ export function createEdgeRegistryService(
 
 function createRegistryCore(env: ConfigEnv, directoryOf: (tenant: TenantId) => RegistryDirectory, opts: RegistryServiceOptions): RegistryCore {
   const config = hostConfig(env);
-  const served = opts.served ?? builtinHarnesses({ chat: config.model !== undefined, testing: config.testHarnesses });
-  const reserved = new Set(opts.reserved ?? builtinHarnesses({ chat: true, testing: true }).names());
+  const served = opts.served ?? servedBuiltins(config);
+  const reserved = new Set(opts.reserved ?? BUILTIN_NAMES);
   // §8 "else INTERNAL": a storage or RPC failure says only "internal error" on the wire (STYLE 11).
   const stored = async <T>(call: (d: RegistryDirectory) => Promise<T>, ctx: HandlerContext): Promise<T> => {
     try {

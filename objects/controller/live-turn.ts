@@ -10,8 +10,9 @@ import { create } from "@bufbuild/protobuf";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
+import type { Harness } from "../../runtimes/harness-spi.js";
 import { AppendRefusedError, ApprovalParkedError, classifyTurnError, TurnInterruptedError, type AppendRefusal, type TurnError } from "./errors.js";
+import { createHarnessStart } from "./harness-start.js";
 import type { ParkedGate } from "./tool-steps.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
@@ -79,21 +80,16 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
     },
   });
-  let history: Event[] | undefined;
-  const start: HarnessStart = {
+  const start = createHarnessStart({
     sessionUid: plan.sessionUid,
     executionId: plan.executionId,
-    config: plan.config.slice(),
+    config: plan.config,
     inputs: plan.inputs,
     resumeFromSeq: plan.resumeFromSeq,
     signal: plan.signal,
-    // Decoded lazily: a harness that never reads its history costs no journal scan.
-    get history() {
-      // (to = 0 would mean "head", which by now includes this turn's own records.)
-      history ??= before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq);
-      return history;
-    },
-  };
+    // (to = 0 would mean "head", which by now includes this turn's own records.)
+    history: () => (before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq)),
+  });
   const error = preferPark(await runHarness(() => plan.harness.run(start, sink), plan.signal), sink.latched);
   sink.seal();
   return concludeTurn(writer, plan.executionId, plan.signal, error);

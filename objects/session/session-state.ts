@@ -5,13 +5,13 @@
  * audit.ts, and SessionHost is their facade.
  * @internal
  */
-import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { ComputeState, SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { createDirectoryRow } from "../directory/directory-row.js";
 
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
 import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
@@ -500,17 +500,7 @@ export class SessionState {
 
   async syncDirectory(): Promise<void> {
     const meta: SessionMeta = this.meta.load()!;
-    const session = this.render();
-    const head = this.journal.head();
-    await this.d.directory(meta.tenant, {
-      uid: meta.uid,
-      project: session.metadata?.project ?? "",
-      createMs: meta.createMs,
-      updateMs: meta.updateMs,
-      headSeq: Number(head.seq),
-      headHash: head.hash,
-      session: toBinary(SessionSchema, session),
-    });
+    await this.d.directory(meta.tenant, createDirectoryRow(this.render(), this.journal.head(), meta));
   }
 
   /** Reports to the Directory without failing the caller: a missed report is repaired by the next. */

@@ -14,7 +14,7 @@ import { createHttpRuntime } from "../../runtimes/http/index.js";
 import { tunnelStub } from "../env.js";
 import type { PlacingRuntime } from "../session/session-state.js";
 import { resolveTunnelHarness, tunnelHarness } from "./tunnel-channel.js";
-import { TUNNEL_PATH_FOR_DIALBACK } from "./tunnel-paths.js";
+import { TUNNEL_PATH } from "../../proto/tunnel-endpoint.js";
 
 export async function resolveRemoteHarness(
   env: Env,
@@ -57,7 +57,7 @@ function placingRuntime(env: Env, url: string, name: string, session: { tenant: 
     async dialback(_harness: string, sessionUid = session.uid) {
       if (!env.PUBLIC_URL) throw new Error("set PUBLIC_URL (this host's base URL) so runtime incarnations can dial back");
       const token = await tunnelStub(env, session.tenant, name).mintToken(`${session.tenant}/${sessionUid}`);
-      return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH_FOR_DIALBACK}?name=${encodeURIComponent(name)}`, token };
+      return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH}?name=${encodeURIComponent(name)}`, token };
     },
   });
 }
