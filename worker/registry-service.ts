@@ -43,6 +43,8 @@ import { hostConfig, type ConfigEnv } from "../objects/config.js";
 // Types only, and no objects/index.js: this module also runs in process in Node tests
 // (test/node/registry/registry-service.test.ts), where the Durable Object classes cannot load.
 import type { HarnessRecord, RegisterOutcome as StoredOutcome, RegisterResult, RetireResult } from "../objects/directory/registry-store.js";
+// Plain TypeScript over the generated protos, so it loads in Node too.
+import { LEGACY_PLACEMENT_FIELDS } from "../objects/directory/placement-migration.js";
 import type { TenantId } from "../proto/ids.js";
 import { callerOf } from "./context.js";
 import { internalError } from "./errors.js";
@@ -56,12 +58,6 @@ export const MAX_HARNESS_PAGE = 500;
 
 /** Where the placements this host serves are registered (proto/agentsessions/edge/v1/placement.proto). */
 const EDGE_REGISTER = "agentsessions.edge.v1.EdgeRegistry/RegisterHarness";
-
-/** Old HarnessSpec field numbers of our placements, before they moved beside the spec. */
-const MOVED_SPEC_FIELDS: ReadonlyMap<number, string> = new Map([
-  [5, "tunnel"],
-  [6, "http_runtime"],
-]);
 
 /** What GetHarness says when `observe` is asked of a registered harness (live describe lands with the tunnel). */
 export const OBSERVE_UNAVAILABLE = "live describe is not available here yet";
@@ -286,10 +282,10 @@ const OUTCOMES: Record<StoredOutcome, RegisterOutcome> = {
  * different wire specs could share a digest.
  */
 export function specProblem(spec: HarnessSpec, placement?: EdgePlacement): string | undefined {
-  const moved = spec.$unknown?.find((u) => MOVED_SPEC_FIELDS.has(u.no));
+  const moved = spec.$unknown?.find((u) => LEGACY_PLACEMENT_FIELDS.has(u.no));
   if (moved) {
     return (
-      `spec has field ${moved.no} (${MOVED_SPEC_FIELDS.get(moved.no)}), which is not the contract's: ` +
+      `spec has field ${moved.no} (${LEGACY_PLACEMENT_FIELDS.get(moved.no)!.name}), which is not the contract's: ` +
       `register tunnel and http_runtime placements through ${EDGE_REGISTER}, with the placement beside the spec (docs/tunnel.md)`
     );
   }

@@ -16,10 +16,13 @@ import { EdgePlacementSchema } from "../../proto/gen/agentsessions/edge/v1/place
 import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import type { SqlDb } from "../storage/sql.js";
 
-/** Old HarnessSpec field number → EdgePlacement field number. */
-const MOVED: ReadonlyMap<number, number> = new Map([
-  [5, 1], // tunnel
-  [6, 2], // http_runtime
+/**
+ * Our placements' old HarnessSpec field numbers, with their names and their EdgePlacement numbers.
+ * The registry service names them when a client still sends them (worker/registry-service.ts).
+ */
+export const LEGACY_PLACEMENT_FIELDS: ReadonlyMap<number, { name: string; edgeField: number }> = new Map([
+  [5, { name: "tunnel", edgeField: 1 }],
+  [6, { name: "http_runtime", edgeField: 2 }],
 ]);
 
 /** The spec without the moved fields, and the placement they made (undefined when none moved). */
@@ -30,7 +33,7 @@ export function splitLegacySpec(spec: Uint8Array): { spec: Uint8Array; placement
   while (reader.pos < reader.len) {
     const start = reader.pos;
     const [no, wireType] = reader.tag();
-    const to = MOVED.get(no);
+    const to = LEGACY_PLACEMENT_FIELDS.get(no)?.edgeField;
     if (to !== undefined && wireType === WireType.LengthDelimited) {
       // In a oneof the last member on the wire wins, as a decoder of the old schema would read it.
       placement = new BinaryWriter().tag(to, WireType.LengthDelimited).bytes(reader.bytes()).finish();
