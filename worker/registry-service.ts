@@ -49,7 +49,7 @@ import type { TenantId } from "../proto/ids.js";
 import { callerOf } from "./context.js";
 import { internalError } from "./errors.js";
 
-/** CONTRACT.md §7.6: the canonical spec may not exceed this many bytes (nor our binary placement beside it). */
+/** docs/contract.md §7.6: the canonical spec may not exceed this many bytes (nor our binary placement beside it). */
 export const MAX_CANONICAL_SPEC_BYTES = 4096;
 /** CONTRACT.md §4.4 RetireHarnessRequest.reason. */
 export const MAX_RETIRE_REASON_BYTES = 1024;
@@ -128,7 +128,7 @@ export function createRegistryService(
         }
         after = name;
       }
-      // Keyset over name: statics and registered rows merged in name order (BEHAVIOUR.md §6.4).
+      // Keyset over name: statics and registered rows merged in name order (docs/behaviour.md §6.4).
       const statics = served.names().filter((n) => n > after);
       const registered = (await stored((d) => d.listHarnesses(after, size + 1, req.includeRetired), ctx)).filter((r) => !served.get(r.name));
       const merged = [...statics.map(staticRegistration), ...registered.map(registrationFromRecord)].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : 1));

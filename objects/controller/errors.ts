@@ -169,7 +169,7 @@ export function classifyTurnError(e: unknown): TurnError {
   }
   if (e instanceof ReplayDivergedError) return { code: Code.FailedPrecondition, reason: "replay_diverged", message };
   if (e instanceof MissingToolExecutorError) return { code: Code.FailedPrecondition, reason: "missing_executor", message };
-  // BEHAVIOUR.md §4.12 note: a refused call inside a turn (ToolCallRefusedError) fails the turn
+  // docs/behaviour.md §4.12 note: a refused call inside a turn (ToolCallRefusedError) fails the turn
   // INTERNAL, with nothing recorded for the call; so does anything else a harness or model throws.
   return { code: Code.Internal, reason: "turn_failed", message };
 }
