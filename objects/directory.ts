@@ -68,8 +68,8 @@ export class Directory extends DurableObject<Env> {
 
   // The harness registry. The Worker validated the name and spec and computed the digest.
 
-  registerHarness(name: string, spec: Uint8Array, specDigest: string): RegisterResult {
-    return this._registry.register(name, spec, specDigest);
+  registerHarness(name: string, spec: Uint8Array, specDigest: string, placement?: Uint8Array): RegisterResult {
+    return this._registry.register(name, spec, specDigest, placement);
   }
 
   getHarness(name: string): HarnessRecord | undefined {

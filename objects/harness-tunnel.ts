@@ -15,11 +15,11 @@ import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { sha256Hex } from "../proto/canon.js";
 import { randomHex } from "../proto/ids.js";
+import { TUNNEL_SUBPROTOCOL } from "../proto/tunnel-endpoint.js";
 import type { Env } from "./env.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 import { TunnelStore } from "./tunnel/tunnel-store.js";
 
-export const TUNNEL_SUBPROTOCOL = "agentsessions.harness.v1";
 const TOKEN_TTL_MS = 10 * 60_000;
 
 type HostInit = NonNullable<MessageInitShape<typeof HostMessageSchema>["message"]>;

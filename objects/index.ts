@@ -4,11 +4,11 @@
 export { SessionObject } from "./session-object.js";
 export { Directory } from "./directory.js";
 export { BenchObject } from "./bench-object.js";
-export { HarnessTunnel, TUNNEL_SUBPROTOCOL } from "./harness-tunnel.js";
+export { HarnessTunnel } from "./harness-tunnel.js";
 export { TenantLimiter } from "./tenant-limiter.js";
 export { sessionStub, directoryStub, tunnelStub, limiterStub, type Env } from "./env.js";
 export type { LimitSettings } from "./limits/tenant-limits.js";
 export { FrameDecoder, type Frame } from "./session/frames.js";
-export type { Failure, FailureReason, Outcome } from "./session/outcomes.js";
+export { failure, type Failure, type FailureReason, type Outcome } from "./session/outcomes.js";
 export type { StoredRecord } from "./journal/journal.js";
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./directory/directory-store.js";

@@ -12,9 +12,10 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ExecRequestSchema, SessionSchema, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { resolveRemoteHarness } from "./tunnel/served-harness.js";
-import { builtinHarnesses } from "../runtimes/builtin/index.js";
+import { servedBuiltins } from "../runtimes/builtin/index.js";
 import { hostConfig, hostLimits } from "./config.js";
 import { createModelInvoker } from "./controller/models.js";
+import { createDirectoryRow } from "./directory/directory-row.js";
 import type { DirectoryRow } from "./directory/directory-store.js";
 import { directoryStub, type Env, limiterStub } from "./env.js";
 import type { LimitSettings } from "./limits/tenant-limits.js";
@@ -43,11 +44,7 @@ export class SessionObject extends DurableObject<Env> {
       db: sqlDbFromStorage(ctx.storage),
       now: () => Date.now(),
       models: (sessionModel) => createModelInvoker({ sessionModel, defaultModel: config.defaultModel, provider }),
-      harnesses: builtinHarnesses({
-        chat: provider !== undefined,
-        chatModels: config.defaultModel ? [config.defaultModel] : [],
-        testing: config.testHarnesses,
-      }),
+      harnesses: servedBuiltins(config),
       directory: async (tenant, row) => {
         await directoryStub(env, tenant).upsert(row);
       },
@@ -118,16 +115,8 @@ export class SessionObject extends DurableObject<Env> {
   async delete(tenant: string): Promise<Outcome<Uint8Array>> {
     return sessionBytes(
       await this._host.delete(async (final, headHash) => {
-        const bytes = toBinary(SessionSchema, final);
-        const row: DirectoryRow = {
-          uid: final.metadata!.uid,
-          project: final.metadata!.project,
-          createMs: final.metadata?.createTime ? timestampMs(final.metadata.createTime) : 0,
-          updateMs: Date.now(),
-          headSeq: Number(final.lastSeq),
-          headHash,
-          session: bytes,
-        };
+        const createMs = final.metadata?.createTime ? timestampMs(final.metadata.createTime) : 0;
+        const row = createDirectoryRow(final, { seq: final.lastSeq, hash: headHash }, { createMs, updateMs: Date.now() });
         // The tombstone releases the blobs this session owned, in the same Directory call.
         await directoryStub(this.env, tenant).tombstone(row, Date.now(), tenant);
       }),

@@ -13,7 +13,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { resolve } from "node:path";
 import type { Resumability } from "../proto/gen/agentsessions/v1/harness_pb.js";
-import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import { EdgeRegistry } from "../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import type { RuntimeLog } from "../runtimes/node/runtime-log.js";
 import { loadHostedHarness, startSubstrateServer, type SubstrateServer } from "../runtimes/substrate/index.js";
 import { startStandin, type Standin } from "../test/fixtures/ateapi/standin.js";
@@ -50,7 +50,7 @@ export async function startSubstrateBackends(o: {
     await standin.close();
   };
   try {
-    const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: o.hostUrl }));
+    const registry = createClient(EdgeRegistry, createConnectTransport({ baseUrl: o.hostUrl }));
     for (const [name, h] of Object.entries(o.harnesses)) {
       bridges[name] = await startSubstrateServer({
         ateapiUrl: standin.url,
@@ -63,7 +63,8 @@ export async function startSubstrateBackends(o: {
       });
       await registry.registerHarness({
         name,
-        spec: { placement: { case: "httpRuntime", value: { url: bridges[name].url } }, capabilities: { resumability: h.resumability } },
+        spec: { capabilities: { resumability: h.resumability } },
+        placement: { placement: { case: "httpRuntime", value: { url: bridges[name].url } } },
       });
     }
   } catch (e) {

@@ -63,8 +63,6 @@ export function codeFor(reason: FailureReason): Code {
     // A uid collision on create: astronomically unlikely, and the client can simply retry.
     case "session_exists":
       return Code.AlreadyExists;
-    case "unimplemented":
-      return Code.Unimplemented;
     // "harness or model failure mid-turn (ERROR journaled) ... anything else"
     case "turn_failed":
     case "internal":

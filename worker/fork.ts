@@ -20,7 +20,6 @@ import type { DirectoryRow } from "../objects/directory/directory-store.js";
 import { directoryStub, sessionStub, type Env, type Failure } from "../objects/index.js";
 import { connectErrorFrom } from "./errors.js";
 
-export const MAX_FORK_CHILDREN = 128;
 /** Bytes of packed prefix per read from the parent. */
 const PACK_BYTES = 8 * 1024 * 1024;
 /** Bytes of prefix per call to a child: under Durable Object RPC's 32 MiB, with room to spare. */

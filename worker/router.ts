@@ -7,6 +7,7 @@ import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
+import { EdgeRegistry } from "../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -20,7 +21,7 @@ import { requestLog } from "./request-log.js";
 import { strictNumbers } from "./strict-numbers.js";
 import { createAuditService } from "./audit-service.js";
 import { createBlobsService } from "./blobs-service.js";
-import { createRegistryService } from "./registry-service.js";
+import { createEdgeRegistryService, createRegistryService, type RegistryServiceOptions } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
@@ -41,22 +42,23 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   router.service(Sessions, createSessionsService(env, guards));
   router.service(Audit, createAuditService(env));
   router.service(Blobs, createBlobsService(env));
-  router.service(
-    HarnessRegistry,
-    createRegistryService(env, (tenant) => directoryStub(env, tenant), {
-      // Live describe of a tunnel harness: whatever answers on a general connection right now.
-      observe: async (tenant, name, spec) => {
-        if (spec?.placement.case === "httpRuntime") {
-          const runtime = createHttpRuntime({ baseUrl: spec.placement.value.url, token: runtimeToken(env) });
-          return { descriptor: await runtime.describe(name, AbortSignal.timeout(10_000)) };
-        }
-        if (spec?.placement.case !== "tunnel") return { error: "this placement cannot be described here" };
-        const r = await tunnelStub(env, tenant, name).describe("", 10_000);
-        if ("descriptor" in r) return { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) };
-        return { error: "answered" in r ? `the harness answered Describe with an error: ${r.answered}` : r.error };
-      },
-    }),
-  );
+  const registry: RegistryServiceOptions = {
+    // Live describe of a tunnel harness: whatever answers on a general connection right now.
+    observe: async (tenant, name, placement) => {
+      const p = placement?.placement;
+      if (p?.case === "httpRuntime") {
+        const runtime = createHttpRuntime({ baseUrl: p.value.url, token: runtimeToken(env) });
+        return { descriptor: await runtime.describe(name, AbortSignal.timeout(10_000)) };
+      }
+      if (p?.case !== "tunnel") return { error: "this placement cannot be described here" };
+      const r = await tunnelStub(env, tenant, name).describe("", 10_000);
+      if ("descriptor" in r) return { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) };
+      return { error: "answered" in r ? `the harness answered Describe with an error: ${r.answered}` : r.error };
+    },
+  };
+  const directoryOf = (tenant: string) => directoryStub(env, tenant);
+  router.service(HarnessRegistry, createRegistryService(env, directoryOf, registry));
+  router.service(EdgeRegistry, createEdgeRegistryService(env, directoryOf, registry));
   return new Map(router.handlers.map((h) => [h.requestPath, h]));
 }
 

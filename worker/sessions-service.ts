@@ -15,11 +15,11 @@ import {
   type ExecRequest,
   type Session,
 } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { isHarnessName } from "../proto/harness-name.js";
 import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.js";
-import { builtinHarnesses, DEFAULT_HARNESS, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
+import { DEFAULT_HARNESS, servedBuiltins, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig } from "../objects/config.js";
-import { directoryStub, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
-import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
+import { directoryStub, failure, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
 import { recordedIdentity } from "./auth/index.js";
 import { binaryPassthrough, logRecordWithEventBytes } from "../proto/passthrough.js";
 import { callerOf, noteSession, principalOf, wantsBinary } from "./context.js";
@@ -33,7 +33,7 @@ const REPLAY_PAGE = 500;
 export function createSessionsService(env: Env, guards: LimitGuards): ServiceImpl<typeof Sessions> {
   const { limits } = guards;
   const config = hostConfig(env);
-  const harnesses = builtinHarnesses({ chat: config.model !== undefined, testing: config.testHarnesses });
+  const harnesses = servedBuiltins(config);
   return {
     async createSession(req, ctx) {
       const session = await createSession(env, harnesses, ctx, req);
@@ -52,9 +52,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     async listSessions(req, ctx) {
       const project = req.project || DEFAULT_PROJECT;
       const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
-      if (!r.ok) {
-        throw new ConnectError("page_token is not a token this server issued: start again with an empty page_token", Code.InvalidArgument);
-      }
+      if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
       return { sessions: r.sessions.map((b) => fromBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
     },
 
@@ -245,7 +243,7 @@ export function requireUid(value: string, field: string): SessionUid {
 
 /** A name a harness has connected under (now or before) is served over the tunnel. */
 async function tunnelServes(env: Env, tenant: string, name: string): Promise<boolean> {
-  if (!HARNESS_NAME_RE.test(name)) return false;
+  if (!isHarnessName(name)) return false;
   const s = await tunnelStub(env, tenant, name).status();
   return s.known || s.connected > 0;
 }

@@ -5,16 +5,16 @@
  */
 import { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { TUNNEL_SUBPROTOCOL, tunnelStub, type Env } from "../objects/index.js";
-import { HARNESS_NAME_RE } from "../objects/tunnel/tunnel-channel.js";
-import { TUNNEL_PATH_FOR_DIALBACK } from "../objects/tunnel/tunnel-paths.js";
+import { tunnelStub, type Env } from "../objects/index.js";
+import { isHarnessName } from "../proto/harness-name.js";
 import { parseTenantId } from "../proto/ids.js";
-import { builtinHarnesses } from "../runtimes/builtin/index.js";
+import { TUNNEL_PATH, TUNNEL_SUBPROTOCOL } from "../proto/tunnel-endpoint.js";
+import { BUILTIN_NAMES } from "../runtimes/builtin/index.js";
 import { bearerOf, type Authenticator } from "./auth/index.js";
 import type { Principal } from "./auth/principal.js";
 
-export const TUNNEL_PATH = TUNNEL_PATH_FOR_DIALBACK;
-const RESERVED = new Set(builtinHarnesses({ chat: true, testing: true }).names());
+export { TUNNEL_PATH };
+const RESERVED = new Set(BUILTIN_NAMES);
 
 export async function serveTunnel(req: Request, env: Env, auth: Authenticator): Promise<Response> {
   const url = new URL(req.url);
@@ -42,7 +42,7 @@ export async function serveTunnel(req: Request, env: Env, auth: Authenticator): 
     return refuse(400, "invalid_argument", `ask for the WebSocket subprotocol ${TUNNEL_SUBPROTOCOL}`);
   }
   const name = url.searchParams.get("name") ?? "";
-  if (!HARNESS_NAME_RE.test(name)) {
+  if (!isHarnessName(name)) {
     return refuse(400, "invalid_argument", "name must be a harness name: lowercase letters, digits and '-', at most 63 characters");
   }
   if (RESERVED.has(name)) return refuse(403, "permission_denied", `${name} is a built-in harness name; serve yours under another name`);

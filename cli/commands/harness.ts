@@ -8,6 +8,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Harness } from "../../runtimes/harness-spi.js";
+import { HARNESS_NAME_RULE } from "../../proto/harness-name.js";
 import { isHarnessName, serve, type ServeStatus } from "../../sdk/harness/index.js";
 import { UsageError } from "../args.js";
 import { writeJsonLine, type Command, type CommandContext } from "../command.js";
@@ -41,7 +42,7 @@ export const harnessCommand: Command = {
     const name = args.strings.get("name") ?? descriptor.id;
     if (!isHarnessName(name)) {
       const what = args.strings.has("name") ? "--name" : `the descriptor id ${JSON.stringify(descriptor.id)}`;
-      throw new UsageError(`${what} is not a harness name (lowercase letters, digits and -, at most 63): pass --name`);
+      throw new UsageError(`${what} is not a harness name (${HARNESS_NAME_RULE}): pass --name`);
     }
 
     const stop = new AbortController();

@@ -1,9 +1,12 @@
 /**
  * The controller's own failure conditions (BEHAVIOUR.md §2). They stay inside the Durable Object:
- * the session layer turns each into a typed outcome, and worker/errors.ts maps outcomes to codes.
+ * a turn's error is classified once, by `classifyTurnError`, into the code its ERROR record
+ * carries and the reason the session layer reports (worker/errors.ts maps that reason to the
+ * same code on the wire; test/node/controller/turn-errors.test.ts pins that they agree).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { AppendResult } from "../journal/journal.js";
+import type { FailureReason } from "../session/outcomes.js";
 
 export type AppendRefusal = Extract<AppendResult, { ok: false }>;
 
@@ -144,5 +147,42 @@ export class InheritedToolIntentError extends Error {
       `the interrupted tool call at seq ${seq} was inherited from the fork parent, so re-driving it could repeat the parent's effect: fork at or after the TOOL_RESULT, or Exec a new turn`,
     );
     this.name = "InheritedToolIntentError";
+  }
+}
+
+/**
+ * A turn's error, classified once where it happens: `code` is what the journal's ERROR record says,
+ * `reason` what the caller is told (worker/errors.ts maps it to the same code), `message` the
+ * error's own text.
+ */
+export interface TurnError {
+  code: Code;
+  reason: FailureReason;
+  message: string;
+}
+
+export function classifyTurnError(e: unknown): TurnError {
+  const message = e instanceof Error ? e.message : String(e);
+  if (e instanceof AppendRefusedError) return { code: Code.Aborted, reason: appendRefusalReason(e.refusal), message };
+  if (e instanceof TurnInterruptedError) {
+    return e.why === "deadline" ? { code: Code.DeadlineExceeded, reason: "deadline_exceeded", message } : { code: Code.Canceled, reason: "canceled", message };
+  }
+  if (e instanceof ReplayDivergedError) return { code: Code.FailedPrecondition, reason: "replay_diverged", message };
+  if (e instanceof MissingToolExecutorError) return { code: Code.FailedPrecondition, reason: "missing_executor", message };
+  // docs/behaviour.md §4.12 note: a refused call inside a turn (ToolCallRefusedError) fails the turn
+  // INTERNAL, with nothing recorded for the call; so does anything else a harness or model throws.
+  return { code: Code.Internal, reason: "turn_failed", message };
+}
+
+export function appendRefusalReason(r: AppendRefusal): FailureReason {
+  switch (r.reason) {
+    case "conflict":
+      return "cas_conflict";
+    case "fenced":
+      return "fenced";
+    case "too_large":
+      return "event_too_large";
+    case "invalid_event":
+      return "invalid_event";
   }
 }

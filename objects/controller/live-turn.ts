@@ -7,20 +7,12 @@
  * stops the turn without a terminal record.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code } from "@connectrpc/connect";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
-import {
-  AppendRefusedError,
-  ApprovalParkedError,
-  MissingToolExecutorError,
-  ReplayDivergedError,
-  ToolCallRefusedError,
-  TurnInterruptedError,
-  type AppendRefusal,
-} from "./errors.js";
+import type { Harness } from "../../runtimes/harness-spi.js";
+import { AppendRefusedError, ApprovalParkedError, classifyTurnError, TurnInterruptedError, type AppendRefusal, type TurnError } from "./errors.js";
+import { createHarnessStart } from "./harness-start.js";
 import type { ParkedGate } from "./tool-steps.js";
 import { LiveSink, type LiveSinkOptions } from "./live-sink.js";
 import type { ModelInvoker } from "./models.js";
@@ -70,8 +62,11 @@ export type TurnOutcome =
   | { kind: "parked"; gate: ParkedGate }
   /** The first append was refused: nothing was written, the harness never ran. */
   | { kind: "refused"; refusal: AppendRefusal }
-  /** The turn failed; an ERROR record was journaled unless `stopped` says why it could not be. */
-  | { kind: "failed"; code: Code; message: string; stopped?: AppendRefusal; missingExecutor?: true };
+  /**
+   * The turn failed, classified once (errors.ts `classifyTurnError`): its ERROR record carries
+   * `code`, the caller is told `reason`. ERROR was journaled unless `stopped` says why it could not be.
+   */
+  | ({ kind: "failed"; stopped?: AppendRefusal } & TurnError);
 
 export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<TurnOutcome> {
   const before = deps.log.head();
@@ -100,21 +95,16 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
     },
   });
-  let history: Event[] | undefined;
-  const start: HarnessStart = {
+  const start = createHarnessStart({
     sessionUid: plan.sessionUid,
     executionId: plan.executionId,
-    config: plan.config.slice(),
+    config: plan.config,
     inputs: plan.inputs,
     resumeFromSeq: plan.resumeFromSeq,
     signal: plan.signal,
-    // Decoded lazily: a harness that never reads its history costs no journal scan.
-    get history() {
-      // (to = 0 would mean "head", which by now includes this turn's own records.)
-      history ??= resolved ?? (before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq));
-      return history;
-    },
-  };
+    // (to = 0 would mean "head", which by now includes this turn's own records.)
+    history: () => resolved ?? (before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq)),
+  });
   const error = preferPark(await runHarness(() => plan.harness.run(start, sink), plan.signal), sink.latched);
   sink.seal();
   return concludeTurn(writer, plan.executionId, plan.signal, error);
@@ -179,39 +169,27 @@ function fail(writer: TurnWriter, executionId: string, e: unknown): TurnOutcome 
     writer.flush();
     return { kind: "parked", gate: e.ref };
   }
-  if (e instanceof AppendRefusedError) {
-    return { kind: "failed", code: Code.Aborted, message: e.message, stopped: e.refusal };
-  }
-  if (e instanceof TurnInterruptedError && e.why === "canceled") return cancel(writer, executionId, e);
-  const code = codeOf(e);
-  const message = e instanceof Error ? e.message : String(e);
-  const missing = e instanceof MissingToolExecutorError ? { missingExecutor: true as const } : {};
+  const error = classifyTurnError(e);
+  if (e instanceof AppendRefusedError) return { kind: "failed", ...error, stopped: e.refusal };
+  if (e instanceof TurnInterruptedError && e.why === "canceled") return cancel(writer, executionId, error, e.reason);
   try {
-    writer.append([errorEvent(executionId, code, message)]);
+    writer.append([errorEvent(executionId, error.code, error.message)]);
   } catch (refused) {
-    if (refused instanceof AppendRefusedError) return { kind: "failed", code, message, stopped: refused.refusal, ...missing };
+    if (refused instanceof AppendRefusedError) return { kind: "failed", ...error, stopped: refused.refusal };
     throw refused;
   }
-  return { kind: "failed", code, message, ...missing };
+  return { kind: "failed", ...error };
 }
 
 /** A canceled execution ends with END{CANCELED} and the session records LIFECYCLE(CANCEL), together. */
-function cancel(writer: TurnWriter, executionId: string, e: TurnInterruptedError): TurnOutcome {
+function cancel(writer: TurnWriter, executionId: string, error: TurnError, reason: string): TurnOutcome {
   try {
-    writer.append([endEvent(executionId, "CANCELED"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_CANCEL, { detail: e.reason })]);
+    writer.append([endEvent(executionId, "CANCELED"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_CANCEL, { detail: reason })]);
   } catch (refused) {
-    if (refused instanceof AppendRefusedError) return { kind: "failed", code: Code.Canceled, message: e.message, stopped: refused.refusal };
+    if (refused instanceof AppendRefusedError) return { kind: "failed", ...error, stopped: refused.refusal };
     throw refused;
   }
-  return { kind: "failed", code: Code.Canceled, message: e.message };
-}
-
-function codeOf(e: unknown): Code {
-  if (e instanceof TurnInterruptedError) return e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled;
-  if (e instanceof ReplayDivergedError || e instanceof MissingToolExecutorError) return Code.FailedPrecondition;
-  // BEHAVIOUR.md §4.12 note: a refused call inside a turn fails the turn INTERNAL (nothing recorded for it).
-  if (e instanceof ToolCallRefusedError) return Code.Internal;
-  return Code.Internal;
+  return { kind: "failed", ...error };
 }
 
 function startMarker(plan: LiveTurnPlan): Event {

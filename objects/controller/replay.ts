@@ -6,9 +6,9 @@
  */
 import { textOf } from "../../proto/messages.js";
 import { EventKind } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { HarnessDescribeError, HarnessMismatchError, ReplayDivergedError } from "./errors.js";
-import { checkInputs, historyOf, parseExecutions, type LoggedEvent, type ParsedLog } from "./execution-log.js";
+import { checkInputs, parseExecutions, type LoggedEvent, type ParsedLog } from "./execution-log.js";
+import { recordedHarnessStart } from "./harness-start.js";
 import { cachedDescriber, harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import type { ModelInvoker } from "./models.js";
 import { RecordedSink } from "./recorded-sink.js";
@@ -68,15 +68,7 @@ export async function replayJournal(journal: LoggedEvent[] | ParsedLog, o: Repla
   for (let i = 0; i < completed.length; i++) {
     const ex = completed[i]!;
     const sink = new RecordedSink({ effects: ex.effects });
-    const start: HarnessStart = {
-      sessionUid: o.sessionUid,
-      executionId: ex.id,
-      config: ex.start.config.slice(),
-      history: historyOf(parsed, ex),
-      inputs: ex.inputs,
-      resumeFromSeq: ex.start.resumeFromSeq,
-      signal: o.signal ?? new AbortController().signal,
-    };
+    const start = recordedHarnessStart(o.sessionUid, parsed, ex, o.signal ?? new AbortController().signal);
     let error: unknown;
     try {
       await harnesses[i]!.harness.run(start, sink);

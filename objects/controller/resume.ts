@@ -7,12 +7,12 @@
  * END; a failure appends ERROR; a recorded prefix the harness did not consume is a divergence and
  * never gets an END. Start values always come from the journal, never from the caller.
  */
-import type { HarnessStart } from "../../runtimes/harness-spi.js";
 import { Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { EventKind } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { gateMismatch } from "./gate-preflight.js";
 import { HarnessDescribeError, HarnessMismatchError, InheritedToolIntentError } from "./errors.js";
-import { checkInputs, historyOf, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
+import { checkInputs, latestExecution, parseExecutions, type Execution, type LoggedEvent, type ParsedLog } from "./execution-log.js";
+import { recordedHarnessStart } from "./harness-start.js";
 import { harnessFor, type DescribeHarness, type DescribedHarness } from "./identity.js";
 import { concludeTurn, preferPark, runHarness, type TurnOutcome } from "./live-turn.js";
 import type { InputHashCache } from "./input-hash.js";
@@ -101,15 +101,7 @@ export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: Resume
     tools: o.tools && { ...o.tools, approvalsAllowed: o.tools.approvalsAllowed && stateless },
   });
   const sink = new RecordedSink({ effects: ex.effects, live, inputHash: o.inputHash });
-  const start: HarnessStart = {
-    sessionUid: o.sessionUid,
-    executionId: ex.id,
-    config: ex.start.config.slice(),
-    history: historyOf(parsed, ex),
-    inputs: ex.inputs,
-    resumeFromSeq: ex.start.resumeFromSeq,
-    signal: o.signal,
-  };
+  const start = recordedHarnessStart(o.sessionUid, parsed, ex, o.signal);
   let error = preferPark(await runHarness(() => served.harness.run(start, sink), o.signal), sink.latched);
   sink.seal();
   error ??= sink.leftover();

@@ -1,16 +1,21 @@
 /**
  * A tenant's harness registry (CONTRACT.md §2.3, §4.4; BEHAVIOUR.md §6.4): one row per registered
- * name with its immutable spec (binary HarnessSpec), its spec_digest, and its state. It shares the
+ * name with its immutable spec (binary HarnessSpec), its spec_digest, the placement this host keeps
+ * beside the spec (binary agentsessions.edge.v1.EdgePlacement, for tunnel and http_runtime), and
+ * its state. It shares the
  * Directory's database but keeps its own table and migration list (version in `registry_version`).
  *
  * The store knows nothing of static harnesses or of what a spec means: the Worker validates the
  * spec, refuses built-in names and computes the digest (worker/registry-service.ts). Here a name is
  * bound to one digest forever; a different digest under it is a conflict, and retiring only flips
- * the state. Expected outcomes are returned, never thrown (STYLE 10). Tested in
+ * the state (a different placement under it is a conflict too). Expected outcomes are returned,
+ * never thrown (STYLE 10). Migration 2 moved placements stored inside old specs out of them
+ * (placement-migration.ts). Tested in
  * test/node/registry/registry-store.test.ts.
  */
 import { randomHex } from "../../proto/ids.js";
 import { migrate, type Migrations } from "../storage/migrate.js";
+import { movePlacementsOutOfSpecs } from "./placement-migration.js";
 import type { SqlDb } from "../storage/sql.js";
 
 const MIGRATIONS: Migrations = [
@@ -28,14 +33,16 @@ const MIGRATIONS: Migrations = [
        retire_reason TEXT
      )`,
   ],
+  // Our placements leave the contract's HarnessSpec (docs/tunnel.md "Registering").
+  ["ALTER TABLE harnesses ADD COLUMN placement BLOB", movePlacementsOutOfSpecs],
 ];
 
-const COLUMNS = "name, uid, spec, spec_digest, state, version, create_ms, update_ms, retire_ms, retire_reason";
+const COLUMNS = "name, uid, spec, spec_digest, placement, state, version, create_ms, update_ms, retire_ms, retire_reason";
 
 const stmts = {
   get: `SELECT ${COLUMNS} FROM harnesses WHERE name = ?`,
-  insert: `INSERT INTO harnesses (name, uid, spec, spec_digest, state, version, create_ms, update_ms)
-           VALUES (?, ?, ?, ?, 'active', 1, ?, ?)`,
+  insert: `INSERT INTO harnesses (name, uid, spec, spec_digest, placement, state, version, create_ms, update_ms)
+           VALUES (?, ?, ?, ?, ?, 'active', 1, ?, ?)`,
   reactivate: `UPDATE harnesses SET state = 'active', version = version + 1, update_ms = ?, retire_ms = NULL,
                 retire_reason = NULL WHERE name = ? AND state = 'retired'`,
   retire: `UPDATE harnesses SET state = 'retired', version = version + 1, update_ms = ?, retire_ms = ?,
@@ -49,6 +56,7 @@ interface Row extends Record<string, string | number | null | Uint8Array> {
   uid: string;
   spec: Uint8Array;
   spec_digest: string;
+  placement: Uint8Array | null;
   state: HarnessRowState;
   version: number;
   create_ms: number;
@@ -80,6 +88,8 @@ export interface HarnessRecord {
   spec: Uint8Array;
   /** "sha256:" + hex (CONTRACT.md §7.6). */
   specDigest: string;
+  /** The binary EdgePlacement kept beside the spec (tunnel, http_runtime); unset when the spec places it. */
+  placement?: Uint8Array;
   state: HarnessRowState;
   /** Bumped on every state change, for ResourceMetadata.version. */
   version: number;
@@ -93,12 +103,13 @@ export interface HarnessRecord {
 /**
  * What session creation and routing need of a registered name (Directory `lookupHarness`): refuse
  * a retired one for new sessions (FAILED_PRECONDITION), pin the digest, route by the placement
- * (decode `spec` with `fromBinary(HarnessSpecSchema, spec)`).
+ * (decode `placement` with `fromBinary(EdgePlacementSchema, placement)`, `spec` with HarnessSpecSchema).
  */
 export interface HarnessLookup {
   state: HarnessRowState;
   spec: Uint8Array;
   specDigest: string;
+  placement?: Uint8Array;
   uid: HarnessUid;
 }
 
@@ -121,18 +132,21 @@ export class RegistryStore {
     migrate(_db, MIGRATIONS, "harness registry", "registry_version");
   }
 
-  /** Binds `name` to the spec whose digest is `specDigest`, or reports how it already stands. */
-  register(name: string, spec: Uint8Array, specDigest: string): RegisterResult {
+  /**
+   * Binds `name` to the spec whose digest is `specDigest` and to `placement` (the binary
+   * EdgePlacement beside it, if any), or reports how it already stands.
+   */
+  register(name: string, spec: Uint8Array, specDigest: string, placement?: Uint8Array): RegisterResult {
     return this._db.transaction(() => {
       const existing = this.get(name);
       if (existing) {
-        if (existing.specDigest !== specDigest) return { ok: false, reason: "spec_conflict", record: existing };
+        if (existing.specDigest !== specDigest || !sameBytes(existing.placement, placement)) return { ok: false, reason: "spec_conflict", record: existing };
         if (existing.state === "active") return { ok: true, outcome: "unchanged", record: existing };
         this._db.query(stmts.reactivate, this._now(), name);
         return { ok: true, outcome: "reactivated", record: this.get(name)! };
       }
       const now = this._now();
-      this._db.query(stmts.insert, name, mintHarnessUid(), spec, specDigest, now, now);
+      this._db.query(stmts.insert, name, mintHarnessUid(), spec, specDigest, placement ?? null, now, now);
       return { ok: true, outcome: "created", record: this.get(name)! };
     });
   }
@@ -148,7 +162,7 @@ export class RegistryStore {
 
   lookup(name: string): HarnessLookup | undefined {
     const r = this.get(name);
-    return r && { state: r.state, spec: r.spec, specDigest: r.specDigest, uid: r.uid };
+    return r && { state: r.state, spec: r.spec, specDigest: r.specDigest, uid: r.uid, ...(r.placement && { placement: r.placement }) };
   }
 
   /** Up to `limit` registrations named strictly after `after` ("" = from the start), in name order. */
@@ -181,9 +195,15 @@ function recordFromRow(r: Row): HarnessRecord {
     createMs: r.create_ms,
     updateMs: r.update_ms,
   };
+  if (r.placement !== null) out.placement = r.placement;
   if (r.retire_ms !== null) {
     out.retireMs = r.retire_ms;
     out.retireReason = r.retire_reason ?? "";
   }
   return out;
+}
+
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (!a?.length || !b?.length) return !a?.length && !b?.length;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

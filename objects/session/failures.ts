@@ -2,11 +2,10 @@
  * Turns the controller's outcomes into the session layer's typed failures, each with a message
  * that says what happened and what to do next.
  */
-import { Code } from "@connectrpc/connect";
-import { describeRefusal, type AppendRefusal } from "../controller/errors.js";
+import { appendRefusalReason, describeRefusal, type AppendRefusal } from "../controller/errors.js";
 import type { TurnOutcome } from "../controller/live-turn.js";
 import type { ResumeOutcome } from "../controller/resume.js";
-import { failure, type Failure } from "./outcomes.js";
+import { failure, type Failure, type FailureReason } from "./outcomes.js";
 
 export function turnFailure(o: TurnOutcome): Failure | undefined {
   switch (o.kind) {
@@ -17,15 +16,23 @@ export function turnFailure(o: TurnOutcome): Failure | undefined {
       return refusalFailure(o.refusal);
     case "failed":
       if (o.stopped) return refusalFailure(o.stopped);
-      if (o.code === Code.DeadlineExceeded) return failure("deadline_exceeded", `the turn passed its deadline: ${o.message}`);
-      if (o.code === Code.Canceled) return failure("canceled", `the turn was canceled: ${o.message}`);
-      if (o.missingExecutor) {
-        return failure("missing_executor", `${o.message}; the decision is kept: configure TOOL_EXECUTOR_URL, then Resume`);
-      }
-      if (o.code === Code.FailedPrecondition) {
-        return failure("replay_diverged", `${o.message}; the harness no longer matches the journal (an ERROR was journaled)`);
-      }
-      return failure("turn_failed", `the turn failed and an ERROR record was journaled: ${o.message}; Resume retries it`);
+      return failure(o.reason, turnFailureMessage(o.reason, o.message));
+  }
+}
+
+/** What the caller is told about a turn that failed for `reason` (classified at the source). */
+function turnFailureMessage(reason: FailureReason, message: string): string {
+  switch (reason) {
+    case "deadline_exceeded":
+      return `the turn passed its deadline: ${message}`;
+    case "canceled":
+      return `the turn was canceled: ${message}`;
+    case "missing_executor":
+      return `${message}; the decision is kept: configure TOOL_EXECUTOR_URL, then Resume`;
+    case "replay_diverged":
+      return `${message}; the harness no longer matches the journal (an ERROR was journaled)`;
+    default:
+      return `the turn failed and an ERROR record was journaled: ${message}; Resume retries it`;
   }
 }
 
@@ -57,15 +64,19 @@ export function resumeFailure(o: ResumeOutcome): Failure | undefined {
 }
 
 export function refusalFailure(r: AppendRefusal): Failure {
+  return failure(appendRefusalReason(r), `${describeRefusal(r)}${refusalAdvice(r)}`);
+}
+
+function refusalAdvice(r: AppendRefusal): string {
   switch (r.reason) {
     case "conflict":
-      return failure("cas_conflict", `${describeRefusal(r)}; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`);
+      return `; another writer advanced the log: read the session and retry with expected_last_seq ${r.head}`;
     case "fenced":
-      return failure("fenced", `${describeRefusal(r)}; a newer placement owns the session: retry`);
+      return "; a newer placement owns the session: retry";
     case "too_large":
-      return failure("event_too_large", `${describeRefusal(r)}; send large content by URI with a digest instead`);
+      return "; send large content by URI with a digest instead";
     case "invalid_event":
-      return failure("invalid_event", describeRefusal(r));
+      return "";
   }
 }
 

@@ -10,6 +10,7 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { toBinary } from "@bufbuild/protobuf";
 import { ComputeState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { createDirectoryRow } from "../directory/directory-row.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { unpackRecords } from "../journal/record-pack.js";
@@ -146,20 +147,8 @@ export function forkFinish(s: SessionState, atSeq: bigint, states: States, clone
   if (cloned) s.meta.setPlacement(ComputeState.COMPUTE_LIVE);
   const meta = s.meta.load()!;
   const session = s.render();
-  const head = s.journal.head();
   const bytes = toBinary(SessionSchema, session);
-  return success({
-    session: bytes,
-    row: {
-      uid: meta.uid,
-      project: session.metadata?.project ?? "",
-      createMs: meta.createMs,
-      updateMs: meta.updateMs,
-      headSeq: Number(head.seq),
-      headHash: head.hash,
-      session: bytes,
-    },
-  });
+  return success({ session: bytes, row: createDirectoryRow(session, s.journal.head(), meta, bytes) });
 }
 
 /** What one call builds of a child: begun (the first call), seeded with packed records, sealed (the last). */

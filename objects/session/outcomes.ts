@@ -33,7 +33,6 @@ export type FailureReason =
   | "missing_executor"
   | "harness_pinned"
   | "turn_failed"
-  | "unimplemented"
   | "internal";
 
 export interface Failure {

@@ -7,10 +7,10 @@
  * SessionHost is their facade.
  * @internal
  */
-import { toBinary } from "@bufbuild/protobuf";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { createDirectoryRow } from "../directory/directory-row.js";
 
 import { builtinHarnesses, type HarnessResolver } from "../../runtimes/builtin/index.js";
 import { createBuiltinRuntime } from "../../runtimes/builtin/runtime.js";
@@ -391,17 +391,7 @@ export class SessionState {
 
   async syncDirectory(): Promise<void> {
     const meta: SessionMeta = this.meta.load()!;
-    const session = this.render();
-    const head = this.journal.head();
-    await this.d.directory(meta.tenant, {
-      uid: meta.uid,
-      project: session.metadata?.project ?? "",
-      createMs: meta.createMs,
-      updateMs: meta.updateMs,
-      headSeq: Number(head.seq),
-      headHash: head.hash,
-      session: toBinary(SessionSchema, session),
-    });
+    await this.d.directory(meta.tenant, createDirectoryRow(this.render(), this.journal.head(), meta));
   }
 
   /** Reports to the Directory without failing the caller: a missed report is repaired by the next. */

@@ -7,8 +7,7 @@ import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import { ComputeState, ExecState, ExecUpdateSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
-import { Code } from "@connectrpc/connect";
-import { MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
+import { classifyTurnError, MissingToolExecutorError, TurnInterruptedError } from "../controller/errors.js";
 import { latestExecution, type ParsedLog } from "../controller/execution-log.js";
 import { runLiveTurn } from "../controller/live-turn.js";
 import { cachedDescriber, type DescribeHarness } from "../controller/identity.js";
@@ -319,7 +318,7 @@ async function recover(
   if (executorMissingForGate(s, parsed)) {
     return Promise.resolve({
       kind: "redriven",
-      outcome: { kind: "failed", code: Code.FailedPrecondition, message: new MissingToolExecutorError().message, missingExecutor: true },
+      outcome: { kind: "failed", ...classifyTurnError(new MissingToolExecutorError()) },
     });
   }
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";

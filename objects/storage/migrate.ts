@@ -6,7 +6,12 @@
  */
 import type { SqlDb } from "./sql.js";
 
-export type Migrations = readonly (readonly string[])[];
+/**
+ * Each migration is a list of steps: SQL, or (rarely) a function for a rewrite SQL cannot express,
+ * such as re-encoding stored protobuf bytes. Both run inside the one migration transaction.
+ */
+export type Migrations = readonly (readonly MigrationStep[])[];
+export type MigrationStep = string | ((db: SqlDb) => void);
 
 /** The default version table; a second store in the same database names its own. */
 export const SCHEMA_VERSION_TABLE = "schema_version";
@@ -28,7 +33,12 @@ export function migrate(db: SqlDb, migrations: Migrations, what: string, table =
     }
     if (from === migrations.length) return;
     if (from === 0) db.query(`CREATE TABLE ${table} (version INTEGER NOT NULL)`);
-    for (let v = from; v < migrations.length; v++) for (const sql of migrations[v]!) db.query(sql);
+    for (let v = from; v < migrations.length; v++) {
+      for (const step of migrations[v]!) {
+        if (typeof step === "string") db.query(step);
+        else step(db);
+      }
+    }
     db.query(`DELETE FROM ${table}`);
     db.query(`INSERT INTO ${table} (version) VALUES (?)`, migrations.length);
   });

@@ -4,6 +4,7 @@
  * else a name a harness has connected under is served over the tunnel unregistered.
  */
 import { fromBinary } from "@bufbuild/protobuf";
+import { EdgePlacementSchema } from "../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { runtimeToken } from "../config.js";
@@ -13,7 +14,7 @@ import { createHttpRuntime } from "../../runtimes/http/index.js";
 import { tunnelStub } from "../env.js";
 import type { PlacingRuntime } from "../session/session-state.js";
 import { resolveTunnelHarness, tunnelHarness } from "./tunnel-channel.js";
-import { TUNNEL_PATH_FOR_DIALBACK } from "./tunnel-paths.js";
+import { TUNNEL_PATH } from "../../proto/tunnel-endpoint.js";
 
 export async function resolveRemoteHarness(
   env: Env,
@@ -27,7 +28,9 @@ export async function resolveRemoteHarness(
     return harness && { harness };
   }
   const spec = fromBinary(HarnessSpecSchema, reg.spec);
-  switch (spec.placement.case) {
+  // Our placements sit beside the spec (agentsessions.edge.v1.EdgePlacement), not in it.
+  const placement = reg.placement && fromBinary(EdgePlacementSchema, reg.placement).placement;
+  switch (placement?.case) {
     case "tunnel":
       return { harness: tunnelHarness(env, name, session, inbox), registered: true, expectId: spec.descriptorId || undefined };
     case "httpRuntime":
@@ -35,7 +38,7 @@ export async function resolveRemoteHarness(
         harness: tunnelHarness(env, name, session, inbox),
         registered: true,
         expectId: spec.descriptorId || undefined,
-        runtime: placingRuntime(env, spec.placement.value.url, name, session),
+        runtime: placingRuntime(env, placement.value.url, name, session),
       };
     default:
       // Registered for a placement this host cannot run (yet): unknown here.
@@ -54,7 +57,7 @@ function placingRuntime(env: Env, url: string, name: string, session: { tenant: 
     async dialback(_harness: string, sessionUid = session.uid) {
       if (!env.PUBLIC_URL) throw new Error("set PUBLIC_URL (this host's base URL) so runtime incarnations can dial back");
       const token = await tunnelStub(env, session.tenant, name).mintToken(`${session.tenant}/${sessionUid}`);
-      return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH_FOR_DIALBACK}?name=${encodeURIComponent(name)}`, token };
+      return { tunnelUrl: `${env.PUBLIC_URL.replace(/\/+$/, "")}${TUNNEL_PATH}?name=${encodeURIComponent(name)}`, token };
     },
   });
 }

@@ -5,6 +5,7 @@
  */
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { isHarnessName } from "../../proto/harness-name.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { createTunnelHarness, type TunnelChannel } from "../../runtimes/tunnel/tunnel-harness.js";
@@ -12,8 +13,6 @@ import { ApprovalParkedError } from "../controller/errors.js";
 import { decisionOf } from "../controller/tool-steps.js";
 import { tunnelStub, type Env } from "../env.js";
 
-/** RFC 1123 label: what a harness name may be. */
-export const HARNESS_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const DESCRIBE_MS = 10_000;
 
 export function tunnelChannel(env: Env, tenant: string, uid: string, name: string): TunnelChannel {
@@ -37,7 +36,7 @@ export function tunnelChannel(env: Env, tenant: string, uid: string, name: strin
 
 /** A tunnel harness when `name` has been served here (so a restart of the harness is "unavailable", not "unknown"). */
 export async function resolveTunnelHarness(env: Env, name: string, session: { tenant: string; uid: string }, inbox: StreamInbox): Promise<Harness | undefined> {
-  if (!HARNESS_NAME_RE.test(name)) return undefined;
+  if (!isHarnessName(name)) return undefined;
   const status = await tunnelStub(env, session.tenant, name).status();
   if (!status.known && status.connected === 0) return undefined;
   return tunnelHarness(env, name, session, inbox);

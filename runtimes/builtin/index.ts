@@ -39,6 +39,31 @@ export function builtinHarnesses(o: BuiltinOptions = {}): HarnessResolver {
   return { get: (n) => m.get(n), names: () => names };
 }
 
+/** What decides the built-ins a deployment serves: objects/config.ts `HostConfig` has these. */
+export interface BuiltinConfig {
+  /** A model provider is configured (chat is served). */
+  model?: unknown;
+  /** The model chat advertises, "" for none. */
+  defaultModel: string;
+  testHarnesses: boolean;
+}
+
+/**
+ * The built-ins a deployment with `config` serves: the one definition the Worker (session
+ * creation, the registry's STATIC list) and the session objects (which run them) share, so they
+ * agree on which names are served and on what each describes.
+ */
+export function servedBuiltins(config: BuiltinConfig): HarnessResolver {
+  return builtinHarnesses({
+    chat: config.model !== undefined,
+    chatModels: config.defaultModel ? [config.defaultModel] : [],
+    testing: config.testHarnesses,
+  });
+}
+
+/** Every built-in name, served here or not: reserved, so nobody registers or dials in under one. */
+export const BUILTIN_NAMES: readonly string[] = builtinHarnesses({ chat: true, testing: true }).names();
+
 /** Why a name is not served, for the INVALID_ARGUMENT message. */
 export function unknownHarnessMessage(name: string, served: HarnessResolver): string {
   const hint = name === "chat" ? " (chat needs a model provider: set MODEL_BASE_URL)" : "";

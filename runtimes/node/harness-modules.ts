@@ -12,10 +12,8 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { HARNESS_NAME_RULE, isHarnessName } from "../../proto/harness-name.js";
 import type { Harness } from "../harness-spi.js";
-
-/** A registry name (docs/tunnel.md): lowercase letters, digits and `-`, at most 63. */
-const NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export interface HarnessModule {
   name: string;
@@ -32,7 +30,7 @@ export function parseHarnessFlag(flag: string, cwd = process.cwd()): { name: str
   if (eq <= 0 || eq === flag.length - 1) throw new Error(`--harness wants NAME=MODULE, got ${JSON.stringify(flag)}`);
   const name = flag.slice(0, eq);
   const path = flag.slice(eq + 1);
-  if (!NAME_RE.test(name)) throw new Error(`--harness name ${JSON.stringify(name)} must be lowercase letters, digits and -, at most 63`);
+  if (!isHarnessName(name)) throw new Error(`--harness name ${JSON.stringify(name)} must be a harness name: ${HARNESS_NAME_RULE}`);
   return { name, path: isAbsolute(path) ? path : resolve(cwd, path) };
 }
 

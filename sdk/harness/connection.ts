@@ -15,7 +15,7 @@ import { HarnessMessageSchema, HostMessageSchema, type HostMessage, type StreamF
 import type { Harness } from "../../runtimes/harness-spi.js";
 import { descriptionOf } from "./errors.js";
 import { TunnelStream } from "./stream.js";
-import { TUNNEL_SUBPROTOCOL } from "./tunnel-url.js";
+import { TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
 import { SDK_AGENT } from "./version.js";
 
 export interface ConnectionOptions {

@@ -4,16 +4,12 @@
  * test/node/sdk-harness/tunnel-url.test.ts.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { HARNESS_NAME_RULE, isHarnessName } from "../../proto/harness-name.js";
+import { TUNNEL_PATH } from "../../proto/tunnel-endpoint.js";
 
-export const TUNNEL_PATH = "/harness/v1/connect";
-export const TUNNEL_SUBPROTOCOL = "agentsessions.harness.v1";
-
-/** A registry name (a DNS label): lowercase letters, digits and `-`, 1..63, not starting with `-`. */
-const NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
-export function isHarnessName(s: string): boolean {
-  return NAME_RE.test(s);
-}
+// The host's own definitions (proto/): the SDK accepts exactly the names the host does.
+export { isHarnessName } from "../../proto/harness-name.js";
+export { TUNNEL_PATH, TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
 
 /**
  * `http(s)://host[/prefix]` (or `ws(s)://…`) to `ws(s)://host[/prefix]/harness/v1/connect?name=…`.
@@ -28,8 +24,7 @@ export function tunnelUrlFromBase(base: string, name: string): string {
   }
   const scheme = { "http:": "ws:", "https:": "wss:", "ws:": "ws:", "wss:": "wss:" }[u.protocol];
   if (!scheme) throw new ConnectError(`the host URL must be http(s) or ws(s), got ${u.protocol}`, Code.InvalidArgument);
-  if (!isHarnessName(name))
-    throw new ConnectError(`bad harness name ${JSON.stringify(name)}: lowercase letters, digits and -, at most 63`, Code.InvalidArgument);
+  if (!isHarnessName(name)) throw new ConnectError(`bad harness name ${JSON.stringify(name)}: ${HARNESS_NAME_RULE}`, Code.InvalidArgument);
   u.protocol = scheme;
   const path = u.pathname.replace(/\/+$/, "");
   u.pathname = path.endsWith(TUNNEL_PATH) ? path : path + TUNNEL_PATH;

@@ -22,6 +22,8 @@ const ROLE_OF: Record<string, Role> = {
   "agentsessions.v1.HarnessRegistry/RetireHarness": "admin",
   "agentsessions.v1.HarnessRegistry/GetHarness": "read",
   "agentsessions.v1.HarnessRegistry/ListHarnesses": "read",
+  "agentsessions.edge.v1.EdgeRegistry/RegisterHarness": "admin",
+  "agentsessions.edge.v1.EdgeRegistry/GetHarness": "read",
   "agentsessions.edge.v1.Audit/Verify": "read",
   "agentsessions.edge.v1.Blobs/GetBlob": "read",
 };

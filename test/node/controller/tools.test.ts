@@ -70,7 +70,7 @@ describe("host-mediated tool calls", () => {
   it("tool: without an executor the call fails closed after its intent is recorded", async () => {
     const fx = newLog();
     const out = await liveTurn(fx, toolHarness([toolCall({})]), scriptedModels(echoScript), [], { tools: toolDeps(undefined) });
-    expect(out).toMatchObject({ kind: "failed", missingExecutor: true });
+    expect(out).toMatchObject({ kind: "failed", reason: "missing_executor" });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "TOOL_CALL", "ERROR"]);
   });
 
@@ -244,7 +244,7 @@ describe("approval gates", () => {
       signal: new AbortController().signal,
       tools: toolDeps(undefined),
     });
-    expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed", missingExecutor: true } });
+    expect(r).toMatchObject({ kind: "redriven", outcome: { kind: "failed", reason: "missing_executor" } });
     expect(fx.kinds()).not.toContain("TOOL_RESULT");
   });
 

@@ -1,5 +1,5 @@
 /**
- * The fuzz suite's request generator: for every RPC of Sessions, HarnessRegistry and Audit, a
+ * The fuzz suite's request generator: for every RPC of Sessions, HarnessRegistry, EdgeRegistry and Audit, a
  * valid-ish request built with the generated schemas and aimed at the seeded sessions, the
  * "victim" sessions, random well-formed uids or malformed ones; then encoded as binary or JSON
  * (unary or in a Connect envelope) and mutated at the byte or JSON level (wire.ts, json-gen.ts),
@@ -13,6 +13,7 @@
 import { create, fromBinary, fromJsonString, ScalarType, toBinary, toJsonString, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { NUMBER_RULES, numberViolation } from "../../../proto/numbers.js";
 import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions, type ExecRequest } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { build } from "./requests.js";
@@ -20,7 +21,7 @@ import { deepJsonText, garbageJson, mutateJson, withInvalidUtf8 } from "./json-g
 import type { Rng } from "./rng.js";
 import { BYTE_MUTATIONS, concat, deepStruct, hostileEnvelope, lenField, mutateBytes, tag, utf8 } from "./wire.js";
 
-export const METHODS: readonly DescMethod[] = [...Sessions.methods, ...HarnessRegistry.methods, ...Audit.methods];
+export const METHODS: readonly DescMethod[] = [...Sessions.methods, ...HarnessRegistry.methods, ...EdgeRegistry.methods, ...Audit.methods];
 
 export const pathOf = (m: DescMethod): string => `/${m.parent.typeName}/${m.name}`;
 export const isStreaming = (m: DescMethod): boolean => m.methodKind === "server_streaming";
@@ -58,7 +59,9 @@ export function generateCase(rng: Rng, index: number, t: Targets): Case {
   // The calls that reach session objects with rich input get more of the budget.
   const method = rng.weighted(METHODS.map((m) => [WEIGHT[m.name] ?? 1, m] as const));
   const streaming = isStreaming(method);
-  const msg = create(method.input, build(rng, method.name, t) as never);
+  // EdgeRegistry shares method names with HarnessRegistry: its builders are qualified.
+  const builder = method.parent === EdgeRegistry ? `EdgeRegistry.${method.name}` : method.name;
+  const msg = create(method.input, build(rng, builder, t) as never);
   // A Struct holding NaN or Infinity has a binary encoding but no JSON one.
   const jsonText = tryJson(method.input, msg);
   const binary = jsonText === undefined || rng.chance(0.5);

@@ -1,6 +1,6 @@
 /**
  * The hostile-input fuzz suite, against a real `wrangler dev`: random and mutated protobuf and
- * JSON sent to every RPC of Sessions, HarnessRegistry and Audit (cases.ts), and hostile traffic on
+ * JSON sent to every RPC of Sessions, HarnessRegistry, EdgeRegistry and Audit (cases.ts), and hostile traffic on
  * the harness tunnel (tunnel-fuzz.ts, live-peer.ts). Deterministic per seed: FUZZ_SEED (default 1)
  * and FUZZ_ITERATIONS (default 2000 HTTP cases) reproduce a run; a failure names the seed and case.
  *

@@ -193,25 +193,32 @@ export function build(rng: Rng, method: string, t: Targets): unknown {
         childNames: names,
       };
     }
-    case "RegisterHarness": {
+    case "RegisterHarness":
+      return {
+        name: name(rng),
+        spec: harnessSpec(
+          rng,
+          rng.pick([
+            { case: "remote", value: { address: rng.word() } },
+            { case: "substrate", value: { atespace: rng.word(), template: rng.word() } },
+            undefined,
+          ]),
+        ),
+      };
+    // Our EdgeRegistry (proto/agentsessions/edge/v1/placement.proto): the placement beside the spec.
+    case "EdgeRegistry.RegisterHarness": {
       const placement = rng.pick([
         { case: "tunnel", value: { note: rng.word() } },
         // A closed port: any live describe of it fails at once.
         { case: "httpRuntime", value: { url: rng.pick(["http://127.0.0.1:9/", "ftp://x", "", rng.word(), "http://[::1"]) } },
-        { case: "remote", value: { address: rng.word() } },
-        { case: "substrate", value: { atespace: rng.word(), template: rng.word() } },
         undefined,
       ]);
-      return {
-        name: name(rng),
-        spec: {
-          placement,
-          capabilities: { resumability: rng.pick(ENUM_NUMBERS), forkSafe: rng.chance(0.5), streaming: rng.chance(0.5) },
-          descriptorId: rng.word(),
-        },
-      };
+      // Now and then a spec that places it too, which is refused.
+      const inSpec = rng.chance(0.1) ? { case: "remote", value: { address: rng.word() } } : undefined;
+      return { name: name(rng), spec: harnessSpec(rng, inSpec), placement: { placement } };
     }
     case "GetHarness":
+    case "EdgeRegistry.GetHarness":
       return { name: name(rng), observe: rng.chance(0.5) };
     case "ListHarnesses":
       return { pageSize: int32(rng), pageToken: rng.pick(["", rng.word(), "echo", "\u0000"]), includeRetired: rng.chance(0.5) };
@@ -222,4 +229,12 @@ export function build(rng: Rng, method: string, t: Targets): unknown {
     default:
       throw new Error(`no request builder for ${method}`);
   }
+}
+
+function harnessSpec(rng: Rng, placement: unknown) {
+  return {
+    placement,
+    capabilities: { resumability: rng.pick(ENUM_NUMBERS), forkSafe: rng.chance(0.5), streaming: rng.chance(0.5) },
+    descriptorId: rng.word(),
+  };
 }

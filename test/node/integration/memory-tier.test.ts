@@ -18,7 +18,7 @@ import { Lifecycle_Kind } from "../../../proto/gen/agentsessions/v1/common_pb.js
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ActorState } from "../../../proto/gen/ateapi/control_pb.js";
-import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { createHttpRuntime } from "../../../runtimes/http/index.js";
 import { loadHostedHarness, startSubstrateServer } from "../../../runtimes/substrate/index.js";
 import { freePort, ROOT } from "../../../scripts/dev-server.js";
@@ -331,10 +331,11 @@ describe("memory tier: an unreachable control plane", () => {
       log: () => undefined,
     });
     try {
-      const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: host.url }));
+      const registry = createClient(EdgeRegistry, createConnectTransport({ baseUrl: host.url }));
       await registry.registerHarness({
         name: "counter-lost",
-        spec: { placement: { case: "httpRuntime", value: { url: lost.url } }, capabilities: { resumability: Resumability.REQUIRES_MEMORY_SNAPSHOT } },
+        spec: { capabilities: { resumability: Resumability.REQUIRES_MEMORY_SNAPSHOT } },
+        placement: { placement: { case: "httpRuntime", value: { url: lost.url } } },
       });
       const uid = (await host.client.create({ harness: "counter-lost" })).metadata!.uid;
       const e = await rejection(host.client.exec({ session: uid, inputs: ["next"] }));

@@ -10,7 +10,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
-import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
 import { loadHarnessModules, startPodServer, type PodServer } from "../../../runtimes/pod/index.js";
@@ -30,12 +30,16 @@ beforeAll(async () => {
   ]);
   pod = await startPodServer({ harnesses, log: (e) => void podLog.push(e as Record<string, unknown>), stopGraceMs: 2_000 });
   client = new SessionsClient({ server: server.url });
-  const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: server.url }));
+  const registry = createClient(EdgeRegistry, createConnectTransport({ baseUrl: server.url }));
   for (const [name, resumability] of [
     ["pod-echo", Resumability.STATELESS_REPLAY],
     ["pod-counter", Resumability.REQUIRES_MEMORY_SNAPSHOT],
   ] as const) {
-    await registry.registerHarness({ name, spec: { placement: { case: "httpRuntime", value: { url: pod.url } }, capabilities: { resumability } } });
+    await registry.registerHarness({
+      name,
+      spec: { capabilities: { resumability } },
+      placement: { placement: { case: "httpRuntime", value: { url: pod.url } } },
+    });
   }
 });
 

@@ -7,18 +7,26 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { describe, expect, inject, it } from "vitest";
 import { specDigest } from "../../../proto/canon.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry, RegisterOutcome } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { randomHex } from "../../../proto/ids.js";
-import { registryCases, tunnelSpec, type RegistryClient } from "../registry/registry-cases.js";
+import { register, registryCases, tunnelSpec, type RegistryClient, type RegistryClients } from "../registry/registry-cases.js";
 
 const url = inject("serverUrl");
-const binary: RegistryClient = createClient(HarnessRegistry, createConnectTransport({ baseUrl: url, useBinaryFormat: true }));
-const json: RegistryClient = createClient(HarnessRegistry, createConnectTransport({ baseUrl: url }));
+const binaryTransport = createConnectTransport({ baseUrl: url, useBinaryFormat: true });
+const jsonTransport = createConnectTransport({ baseUrl: url });
+const binary: RegistryClient = createClient(HarnessRegistry, binaryTransport);
+const binaryClients: RegistryClients = { registry: binary, edge: createClient(EdgeRegistry, binaryTransport) };
+const jsonClients: RegistryClients = { registry: createClient(HarnessRegistry, jsonTransport), edge: createClient(EdgeRegistry, jsonTransport) };
 
-describe("HarnessRegistry over the wire", () => registryCases(() => binary));
+describe("HarnessRegistry over the wire", () => registryCases(() => binaryClients));
 
-async function postJson(method: string, body: unknown): Promise<{ status: number; body: { code?: string; message?: string } }> {
-  const res = await fetch(`${url}/agentsessions.v1.HarnessRegistry/${method}`, {
+async function postJson(
+  method: string,
+  body: unknown,
+  service = "agentsessions.v1.HarnessRegistry",
+): Promise<{ status: number; body: { code?: string; message?: string } }> {
+  const res = await fetch(`${url}/${service}/${method}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
@@ -31,13 +39,16 @@ describe("HarnessRegistry over JSON", () => {
 
   it("register: JSON with an unknown spec field or enum number is invalid_argument, nothing stored", async () => {
     const caps = { resumability: "RESUMABILITY_STATELESS_REPLAY" };
-    const bad = [
-      { name, spec: { tunnel: {}, capabilities: caps, placement_note: "typo" } },
-      { name, spec: { tunnel: { nope: 1 }, capabilities: caps } },
-      { name, spec: { tunnel: {}, capabilities: { resumability: 9 } } },
+    const edge = "agentsessions.edge.v1.EdgeRegistry";
+    const bad: [unknown, string][] = [
+      [{ name, spec: { capabilities: caps, placement_note: "typo" }, placement: { tunnel: {} } }, edge],
+      [{ name, spec: { capabilities: caps }, placement: { tunnel: { nope: 1 } } }, edge],
+      [{ name, spec: { capabilities: { resumability: 9 } }, placement: { tunnel: {} } }, edge],
+      // The old form, our placement inside the contract's spec: no such field there any more.
+      [{ name, spec: { tunnel: {}, capabilities: caps } }, "agentsessions.v1.HarnessRegistry"],
     ];
-    for (const body of bad) {
-      const r = await postJson("RegisterHarness", body);
+    for (const [body, service] of bad) {
+      const r = await postJson("RegisterHarness", body, service);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.code).toBe("invalid_argument");
     }
@@ -45,24 +56,29 @@ describe("HarnessRegistry over JSON", () => {
   });
 
   it("register: proto3-JSON with proto field names works and gives the same digest as binary", async () => {
-    const r = await postJson("RegisterHarness", {
-      name,
-      spec: { http_runtime: { url: "https://runtime.example/" }, capabilities: { resumability: "RESUMABILITY_STATELESS_REPLAY" } },
-    });
+    const r = await postJson(
+      "RegisterHarness",
+      {
+        name,
+        spec: { capabilities: { resumability: "RESUMABILITY_STATELESS_REPLAY" } },
+        placement: { http_runtime: { url: "https://runtime.example/" } },
+      },
+      "agentsessions.edge.v1.EdgeRegistry",
+    );
     expect(r.status).toBe(200);
-    const body = r.body as { outcome?: string; harness?: { specDigest?: string } };
+    const body = r.body as { outcome?: string; harness?: { harness?: { specDigest?: string } } };
     expect(body.outcome).toBe("REGISTER_OUTCOME_CREATED");
-    const got = await binary.getHarness({ name });
-    expect(body.harness?.specDigest).toBe(got.specDigest);
-    expect(got.spec?.placement).toEqual({ case: "httpRuntime", value: expect.objectContaining({ url: "https://runtime.example/" }) });
+    const got = await binaryClients.edge.getHarness({ name });
+    expect(body.harness?.harness?.specDigest).toBe(got.harness?.specDigest);
+    expect(got.placement?.placement).toEqual({ case: "httpRuntime", value: expect.objectContaining({ url: "https://runtime.example/" }) });
   });
 
   it("register: the JSON client and the binary client see one registry", async () => {
     const n = `${name}-both`;
     const spec = tunnelSpec("both");
-    expect((await json.registerHarness({ name: n, spec })).outcome).toBe(RegisterOutcome.CREATED);
-    const again = await binary.registerHarness({ name: n, spec });
+    expect((await register(jsonClients, n, spec)).outcome).toBe(RegisterOutcome.CREATED);
+    const again = await register(binaryClients, n, spec);
     expect(again.outcome).toBe(RegisterOutcome.UNCHANGED);
-    expect(again.harness!.specDigest).toBe(specDigest(spec).digest);
+    expect(again.harness!.specDigest).toBe(specDigest(spec.spec).digest);
   });
 });

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { MessageSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
@@ -85,7 +86,8 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-const TUNNEL_SPEC = { placement: { case: "tunnel" as const, value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY } };
+/** A tunnel registration: our placement beside a placement-free spec (agentsessions.edge.v1.EdgeRegistry). */
+const TUNNEL = { spec: { capabilities: { resumability: Resumability.STATELESS_REPLAY } }, placement: { placement: { case: "tunnel" as const, value: {} } } };
 const errorOf = (p: Promise<unknown>) =>
   p.then(
     () => undefined,
@@ -95,7 +97,7 @@ const errorOf = (p: Promise<unknown>) =>
 describe("authentication", () => {
   it("every RPC of every service refuses a missing or unknown key UNAUTHENTICATED, with a hint", async () => {
     let checked = 0;
-    for (const service of [Sessions, HarnessRegistry, Audit]) {
+    for (const service of [Sessions, HarnessRegistry, EdgeRegistry, Audit]) {
       for (const method of service.methods) {
         for (const token of [undefined, "not-a-key"]) {
           const err = await callEmpty(service, method, token);
@@ -105,7 +107,7 @@ describe("authentication", () => {
       }
       expect(checked).toBeGreaterThan(0);
     }
-    expect(checked).toBe(2 * (Sessions.methods.length + HarnessRegistry.methods.length + Audit.methods.length));
+    expect(checked).toBe(2 * (Sessions.methods.length + HarnessRegistry.methods.length + EdgeRegistry.methods.length + Audit.methods.length));
     const err = await callEmpty(Sessions, Sessions.method.listSessions);
     expect(err!.rawMessage).toContain("AGENTSESSIONS_TOKEN");
   });
@@ -194,14 +196,14 @@ describe("tenant isolation", () => {
 
   it("registrations and tunnel harnesses belong to one tenant", async () => {
     const regA = raw(HarnessRegistry, KEYS.aAdmin.token);
-    await regA.registerHarness({ name: "a-only", spec: TUNNEL_SPEC });
+    await raw(EdgeRegistry, KEYS.aAdmin.token).registerHarness({ name: "a-only", ...TUNNEL });
     const regB = raw(HarnessRegistry, KEYS.bAll.token);
     expect((await errorOf(regB.getHarness({ name: "a-only" })))?.code).toBe(Code.NotFound);
     expect((await regB.listHarnesses({})).harnesses.map((h) => h.metadata?.name)).not.toContain("a-only");
     expect((await regA.listHarnesses({})).harnesses.map((h) => h.metadata?.name)).toContain("a-only");
     expect((await errorOf(as("bAll").create({ harness: "a-only" })))?.code).toBe(Code.InvalidArgument);
     expect((await as("aWrite").create({ harness: "a-only" })).harness).toBe("a-only");
-    expect((await errorOf(raw(HarnessRegistry, KEYS.aWrite.token).registerHarness({ name: "nope", spec: TUNNEL_SPEC })))?.code).toBe(Code.PermissionDenied);
+    expect((await errorOf(raw(EdgeRegistry, KEYS.aWrite.token).registerHarness({ name: "nope", ...TUNNEL })))?.code).toBe(Code.PermissionDenied);
   });
 
   it("the tunnel: no key is 401, a key without the harness role is 403, a harness key connects for its tenant only", async () => {

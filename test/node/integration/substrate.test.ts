@@ -12,7 +12,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Lifecycle_Kind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
-import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ActorState } from "../../../proto/gen/ateapi/control_pb.js";
 import { loadHostedHarness, startSubstrateServer, type SubstrateServer } from "../../../runtimes/substrate/index.js";
@@ -38,7 +38,7 @@ beforeAll(async () => {
     token: "rt_some_other_token_0123456789",
   });
   counter = await startSubstrateServer({ ...common, template: "counter", harness: await loadHostedHarness(`sub-counter=${HARNESSES.counter}`), token: TOKEN });
-  const registry = createClient(HarnessRegistry, createConnectTransport({ baseUrl: host.url }));
+  const registry = createClient(EdgeRegistry, createConnectTransport({ baseUrl: host.url }));
   for (const [name, url, resumability] of [
     ["sub-echo", bridge.url, Resumability.STATELESS_REPLAY],
     ["sub-stranger", stranger.url, Resumability.STATELESS_REPLAY],
@@ -46,7 +46,8 @@ beforeAll(async () => {
   ] as const) {
     await registry.registerHarness({
       name,
-      spec: { placement: { case: "httpRuntime", value: { url } }, capabilities: { resumability } },
+      spec: { capabilities: { resumability } },
+      placement: { placement: { case: "httpRuntime", value: { url } } },
     });
   }
 });

@@ -11,6 +11,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventKind, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
@@ -207,12 +208,16 @@ describe("a harness served over the tunnel", () => {
 
 describe("registered tunnel harnesses", () => {
   const registry = () => createClient(HarnessRegistry, createConnectTransport({ baseUrl: server.url }));
+  // Tunnel placements are ours: registered through agentsessions.edge.v1.EdgeRegistry, beside the spec.
+  const edgeRegistry = () => createClient(EdgeRegistry, createConnectTransport({ baseUrl: server.url }));
+  const tunnel = { placement: { case: "tunnel" as const, value: {} } };
 
   it("registry: sessions are pinned to a registered harness; its descriptor id is enforced; retired ones refuse new sessions", async () => {
     const reg = registry();
-    await reg.registerHarness({
+    await edgeRegistry().registerHarness({
       name: "remote-echo",
-      spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "example-echo" },
+      spec: { capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "example-echo" },
+      placement: tunnel,
     });
     const s = await client.create({ harness: "remote-echo" });
     const ok = await client.exec({ session: s.metadata!.uid, inputs: ["pinned"] });
@@ -226,9 +231,10 @@ describe("registered tunnel harnesses", () => {
     const observed = await reg.getHarness({ name: "remote-echo", observe: true });
     expect(observed.observed?.id).toBe("example-echo");
 
-    await reg.registerHarness({
+    await edgeRegistry().registerHarness({
       name: "wrong-id",
-      spec: { placement: { case: "tunnel", value: {} }, capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "someone-else" },
+      spec: { capabilities: { resumability: Resumability.STATELESS_REPLAY }, descriptorId: "someone-else" },
+      placement: tunnel,
     });
     const p = serve({ url: server.url, name: "wrong-id", harness: echo });
     await p.connected;

@@ -3,10 +3,9 @@
  * contract-tables.json): every message field's number, name, type and label (presence, oneof,
  * repeated, map), every enum value, the reserved numbers, and the services' methods and shapes.
  *
- * Our own wire-compatible additions are listed under `extensions` in the same file: fields at new
- * numbers of a contract message, and the new messages they use. Each message must have exactly
- * its contract fields plus its declared extensions; an extension may not reuse a contract number or
- * name, and the .proto must say, next to the field, that it is an extension of this project.
+ * Each message must have exactly its contract fields: this host's own additions live in
+ * agentsessions.edge.v1, never in the contract's messages (contract-descriptors.test.ts also
+ * checks that nothing else is declared in agentsessions.v1).
  */
 import { readFileSync } from "node:fs";
 import { createRegistry, ScalarType, type DescField } from "@bufbuild/protobuf";
@@ -19,10 +18,6 @@ import { file_agentsessions_v1_session, Sessions } from "../../../proto/gen/agen
 const tables = JSON.parse(readFileSync(new URL("./contract-tables.json", import.meta.url), "utf8")) as {
   messages: Record<string, Row[]>;
   enums: Record<string, [string, number][]>;
-  extensions: {
-    fields: Record<string, Row[]>;
-    messages: Record<string, Row[]>;
-  };
 };
 type Row = [number, string, string, string];
 const registry = createRegistry(
@@ -66,46 +61,13 @@ function expectFields(name: string, rows: Row[]): void {
   for (const f of m!.fields) expect(f.jsonName, "no json_name overrides").toBe(f.localName);
 }
 
-const protoSources = ["common", "session", "harness", "harness_registry"].map((f) =>
-  readFileSync(new URL(`../../../proto/agentsessions/v1/${f}.proto`, import.meta.url), "utf8"),
-);
-
 describe("wire compatibility with the contract", () => {
   for (const [name, fields] of Object.entries(tables.messages)) {
-    const extra = tables.extensions.fields[name] ?? [];
-    const title = extra.length ? `plus our extensions ${extra.map((r) => r[1]).join(", ")}` : "match";
-    it(`message ${name}: numbers, names, types and labels ${title}`, () => {
-      // Exactly the contract's fields, each checked, and nothing else but the declared extensions.
-      expectFields(name, [...fields, ...extra]);
+    it(`message ${name}: numbers, names, types and labels match`, () => {
+      // Exactly the contract's fields, each checked, and nothing else.
+      expectFields(name, fields);
     });
   }
-
-  it("extensions: new numbers and names only, on contract messages, marked as ours in the .proto", () => {
-    for (const [name, extra] of Object.entries(tables.extensions.fields)) {
-      const contract = tables.messages[name];
-      expect(contract, `${name} is a contract message`).toBeDefined();
-      for (const [n, fname] of extra) {
-        expect(
-          contract!.map((r) => r[0]),
-          `${name}.${fname} reuses a contract number`,
-        ).not.toContain(n);
-        expect(
-          contract!.map((r) => r[1]),
-          `${name}.${fname} reuses a contract name`,
-        ).not.toContain(fname);
-        const decl = new RegExp(`// Extension of this project[^\\n]*\\n\\s*\\w+ ${fname} = ${n};`);
-        expect(
-          protoSources.some((src) => decl.test(src)),
-          `${name}.${fname} = ${n} is commented as an extension`,
-        ).toBe(true);
-      }
-    }
-    for (const [name, fields] of Object.entries(tables.extensions.messages)) {
-      expect(tables.messages[name], `${name} is ours, not the contract's`).toBeUndefined();
-      expectFields(name, fields);
-      expect(protoSources.some((src) => src.includes(`// Extension of this project`) && src.includes(`message ${name} {`))).toBe(true);
-    }
-  });
 
   it("enums: every value name and number matches, including unprefixed nested ones", () => {
     for (const [name, values] of Object.entries(tables.enums)) {

@@ -1,14 +1,19 @@
 /**
  * The HarnessRegistry rules (CONTRACT.md §2.3, §3.9, §4.4, §7.6, §8; BEHAVIOUR.md §6.4) as one set
  * of cases, run in process by test/node/registry/registry-service.test.ts and against a real
- * `wrangler dev` by test/node/integration/registry.test.ts. The client must speak binary (unknown
+ * `wrangler dev` by test/node/integration/registry.test.ts. The clients must speak binary (unknown
  * fields travel only there). Names carry a random prefix so the cases can share a server.
+ *
+ * Our placements (tunnel, http_runtime) are registered through agentsessions.edge.v1.EdgeRegistry
+ * beside a placement-free spec (`register` picks the service); the contract's HarnessRegistry
+ * reads, lists and retires every registration.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { specDigest } from "../../../proto/canon.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { EdgePlacementSchema, type EdgePlacement, type EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import {
   type HarnessRegistry,
   HarnessSource,
@@ -17,19 +22,49 @@ import {
   RegisterOutcome,
   type HarnessRegistration,
   type HarnessSpec,
+  type RegisterHarnessResponse,
 } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { randomHex } from "../../../proto/ids.js";
 
 export type RegistryClient = Client<typeof HarnessRegistry>;
+export type EdgeRegistryClient = Client<typeof EdgeRegistry>;
+export interface RegistryClients {
+  registry: RegistryClient;
+  edge: EdgeRegistryClient;
+}
 
 const CAPS = { resumability: Resumability.STATELESS_REPLAY };
 
-export function tunnelSpec(note = "", descriptorId = ""): HarnessSpec {
-  return create(HarnessSpecSchema, { placement: { case: "tunnel", value: { note } }, capabilities: CAPS, descriptorId });
+/** A registration of one of our placements: a spec with no placement, and the placement beside it. */
+export interface EdgeSpec {
+  spec: HarnessSpec;
+  placement: EdgePlacement;
 }
 
-export function httpSpec(url: string): HarnessSpec {
-  return create(HarnessSpecSchema, { placement: { case: "httpRuntime", value: { url } }, capabilities: CAPS });
+export function tunnelSpec(note = "", descriptorId = ""): EdgeSpec {
+  return {
+    spec: create(HarnessSpecSchema, { capabilities: CAPS, descriptorId }),
+    placement: create(EdgePlacementSchema, { placement: { case: "tunnel", value: { note } } }),
+  };
+}
+
+export function httpSpec(url: string): EdgeSpec {
+  return {
+    spec: create(HarnessSpecSchema, { capabilities: CAPS }),
+    placement: create(EdgePlacementSchema, { placement: { case: "httpRuntime", value: { url } } }),
+  };
+}
+
+const isEdgeSpec = (s: EdgeSpec | HarnessSpec | undefined): s is EdgeSpec => s !== undefined && "placement" in s && !("$typeName" in s);
+
+/**
+ * Registers through the service that takes it (ours for an EdgeSpec, the contract's for a bare
+ * spec), answering as the contract's RegisterHarness does.
+ */
+export async function register(c: RegistryClients, name: string, s: EdgeSpec | HarnessSpec | undefined): Promise<RegisterHarnessResponse> {
+  if (!isEdgeSpec(s)) return c.registry.registerHarness({ name, spec: s });
+  const r = await c.edge.registerHarness({ name, spec: s.spec, placement: s.placement });
+  return { $typeName: "agentsessions.v1.RegisterHarnessResponse", harness: r.harness?.harness, outcome: r.outcome };
 }
 
 /** The code a call failed with, or "ok". */
@@ -67,29 +102,36 @@ export async function walk(client: RegistryClient, pageSize: number, includeReti
   throw new Error("paging did not terminate");
 }
 
-export function registryCases(clientOf: () => RegistryClient): void {
+export function registryCases(clientsOf: () => RegistryClients): void {
   const prefix = `t${randomHex(3)}`;
   const name = (s: string) => `${prefix}-${s}`;
-  const client = () => clientOf();
+  const client = () => clientsOf().registry;
+  const edge = () => clientsOf().edge;
+  const reg = (n: string, s: EdgeSpec | HarnessSpec | undefined) => register(clientsOf(), n, s);
 
   describe("RegisterHarness", () => {
     it("register: names that are not RFC 1123 labels are INVALID_ARGUMENT; 63 characters is fine", async () => {
       for (const bad of ["", "Upper", "-lead", "trail-", "a_b", "a.b", "sp ace", "é", name("x").padEnd(64, "x")]) {
-        expect(await codeOf(client().registerHarness({ name: bad, spec: tunnelSpec() })), bad).toBe(Code.InvalidArgument);
+        expect(await codeOf(reg(bad, tunnelSpec())), bad).toBe(Code.InvalidArgument);
       }
       const long = name("long").padEnd(63, "7");
-      expect((await client().registerHarness({ name: long, spec: tunnelSpec() })).outcome).toBe(RegisterOutcome.CREATED);
+      expect((await reg(long, tunnelSpec())).outcome).toBe(RegisterOutcome.CREATED);
     });
 
     it("register: a missing spec, no placement, or missing/UNSPECIFIED resumability is INVALID_ARGUMENT", async () => {
       const n = name("spec");
+      const tunnel = tunnelSpec().placement;
       const specs = [
         undefined,
         create(HarnessSpecSchema, { capabilities: CAPS }),
-        create(HarnessSpecSchema, { placement: { case: "tunnel", value: {} } }),
-        create(HarnessSpecSchema, { placement: { case: "tunnel", value: {} }, capabilities: { forkSafe: true } }),
+        { spec: create(HarnessSpecSchema), placement: tunnel },
+        { spec: create(HarnessSpecSchema, { capabilities: { forkSafe: true } }), placement: tunnel },
+        // Ours: a placement is required beside the spec, and the spec may not place it too.
+        { spec: create(HarnessSpecSchema, { capabilities: CAPS }), placement: create(EdgePlacementSchema) },
+        { spec: create(HarnessSpecSchema, { placement: { case: "remote", value: { address: "127.0.0.1:9000" } }, capabilities: CAPS }), placement: tunnel },
       ];
-      for (const spec of specs) expect(await codeOf(client().registerHarness({ name: n, spec }))).toBe(Code.InvalidArgument);
+      for (const spec of specs) expect(await codeOf(reg(n, spec)), JSON.stringify(spec)).toBe(Code.InvalidArgument);
+      expect(await codeOf(edge().registerHarness({ name: n, spec: create(HarnessSpecSchema, { capabilities: CAPS }) }))).toBe(Code.InvalidArgument);
       expect(await codeOf(client().getHarness({ name: n }))).toBe(Code.NotFound);
     });
 
@@ -105,32 +147,50 @@ export function registryCases(clientOf: () => RegistryClient): void {
         httpSpec("https://user:secret@runtime.example/"),
       ];
       for (const spec of specs) {
-        expect(await codeOf(client().registerHarness({ name: name("place"), spec })), JSON.stringify(spec.placement)).toBe(Code.InvalidArgument);
+        expect(await codeOf(reg(name("place"), spec)), JSON.stringify(spec)).toBe(Code.InvalidArgument);
       }
     });
 
     it("register: unknown fields (top level or nested) and unknown enum numbers in the spec are INVALID_ARGUMENT", async () => {
-      const unknownTop = withTrailingWire(tunnelSpec(), [0x38, 0x01]); // field 7, varint 1
-      const unknownNested = withTrailingWire(tunnelSpec(), [0x1a, 0x02, 0x30, 0x01]); // capabilities{field 6: 1}
-      const unknownEnum = create(HarnessSpecSchema, { placement: { case: "tunnel", value: {} }, capabilities: { resumability: 9 as Resumability } });
-      expect(unknownTop.$unknown?.length, "the fixture carries an unknown field").toBe(1);
-      for (const spec of [unknownTop, unknownNested, unknownEnum]) {
-        expect(await codeOf(client().registerHarness({ name: name("unknown"), spec }))).toBe(Code.InvalidArgument);
+      const tunnel = tunnelSpec().placement;
+      const unknownTop = { spec: withTrailingWire(tunnelSpec().spec, [0x38, 0x01]), placement: tunnel }; // field 7, varint 1
+      const unknownNested = { spec: withTrailingWire(tunnelSpec().spec, [0x1a, 0x02, 0x30, 0x01]), placement: tunnel }; // capabilities{field 6: 1}
+      const unknownEnum = { spec: create(HarnessSpecSchema, { capabilities: { resumability: 9 as Resumability } }), placement: tunnel };
+      // In our placement too: tunnel{field 2: 1}.
+      const unknownPlacement = { spec: tunnelSpec().spec, placement: fromBinary(EdgePlacementSchema, new Uint8Array([0x0a, 0x02, 0x10, 0x01])) };
+      expect(unknownTop.spec.$unknown?.length, "the fixture carries an unknown field").toBe(1);
+      for (const spec of [unknownTop, unknownNested, unknownEnum, unknownPlacement]) {
+        expect(await codeOf(reg(name("unknown"), spec))).toBe(Code.InvalidArgument);
       }
       expect(await codeOf(client().getHarness({ name: name("unknown") }))).toBe(Code.NotFound);
     });
 
+    it("register: a spec carrying tunnel or http_runtime the old way (fields 5, 6) is INVALID_ARGUMENT naming EdgeRegistry", async () => {
+      for (const field of [
+        [0x2a, 0x00], // field 5 (the old tunnel), an empty message
+        [0x32, 0x00], // field 6 (the old http_runtime)
+      ]) {
+        const spec = withTrailingWire(create(HarnessSpecSchema, { capabilities: CAPS }), field);
+        const err = await client()
+          .registerHarness({ name: name("legacy"), spec })
+          .then(() => undefined, ConnectError.from);
+        expect(err?.code).toBe(Code.InvalidArgument);
+        expect(err?.rawMessage).toMatch(/agentsessions\.edge\.v1\.EdgeRegistry\/RegisterHarness/);
+      }
+      expect(await codeOf(client().getHarness({ name: name("legacy") }))).toBe(Code.NotFound);
+    });
+
     it("register: a canonical spec of 4096 bytes is accepted and 4097 is INVALID_ARGUMENT", async () => {
-      const base = specDigest(tunnelSpec("", "x")).canonical.length;
+      const base = specDigest(tunnelSpec("", "x").spec).canonical.length;
       const at = (bytes: number) => tunnelSpec("", "x".repeat(1 + bytes - base));
-      expect(specDigest(at(4096)).canonical.length).toBe(4096);
-      expect(await codeOf(client().registerHarness({ name: name("big"), spec: at(4097) }))).toBe(Code.InvalidArgument);
-      expect((await client().registerHarness({ name: name("big"), spec: at(4096) })).outcome).toBe(RegisterOutcome.CREATED);
+      expect(specDigest(at(4096).spec).canonical.length).toBe(4096);
+      expect(await codeOf(reg(name("big"), at(4097)))).toBe(Code.InvalidArgument);
+      expect((await reg(name("big"), at(4096))).outcome).toBe(RegisterOutcome.CREATED);
     });
 
     it("register: built-in names, served here or not, are ALREADY_EXISTS", async () => {
       for (const n of ["echo", "chat", "hold", "tools"]) {
-        expect(await codeOf(client().registerHarness({ name: n, spec: tunnelSpec() })), n).toBe(Code.AlreadyExists);
+        expect(await codeOf(reg(n, tunnelSpec())), n).toBe(Code.AlreadyExists);
       }
     });
 
@@ -146,6 +206,7 @@ export function registryCases(clientOf: () => RegistryClient): void {
         expect(err?.code).toBe(Code.FailedPrecondition);
         expect(err?.rawMessage).toMatch(/tunnel/);
         expect(err?.rawMessage).toMatch(/http_runtime/);
+        expect(err?.rawMessage).toMatch(/agentsessions\.edge\.v1\.EdgeRegistry/);
       }
       expect(await codeOf(client().getHarness({ name: name("grpc") }))).toBe(Code.NotFound);
     });
@@ -153,17 +214,21 @@ export function registryCases(clientOf: () => RegistryClient): void {
     it("register: CREATED, then UNCHANGED; the digest is specDigest's and the spec round-trips", async () => {
       const n = name("outcomes");
       const spec = tunnelSpec("laptop", "my-agent");
-      const created = await client().registerHarness({ name: n, spec });
+      const created = await reg(n, spec);
       expect(created.outcome).toBe(RegisterOutcome.CREATED);
       const h = created.harness!;
-      expect(h.specDigest).toBe(specDigest(spec).digest);
+      expect(h.specDigest).toBe(specDigest(spec.spec).digest);
       expect(h.specDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
       expect(h.metadata!.uid).toMatch(/^harness-[0-9a-f]{24}$/);
       expect(h.metadata!.createTime).toBeDefined();
       expect(h.state).toBe(HarnessState.ACTIVE);
       expect(h.source).toBe(HarnessSource.REGISTERED);
-      expect(toBinary(HarnessSpecSchema, h.spec!)).toEqual(toBinary(HarnessSpecSchema, spec));
-      const again = await client().registerHarness({ name: n, spec: tunnelSpec("laptop", "my-agent") });
+      expect(toBinary(HarnessSpecSchema, h.spec!)).toEqual(toBinary(HarnessSpecSchema, spec.spec));
+      // The placement is kept beside the spec and read back through our EdgeRegistry.
+      const got = await edge().getHarness({ name: n });
+      expect(got.harness?.specDigest).toBe(h.specDigest);
+      expect(toBinary(EdgePlacementSchema, got.placement!)).toEqual(toBinary(EdgePlacementSchema, spec.placement));
+      const again = await reg(n, tunnelSpec("laptop", "my-agent"));
       expect(again.outcome).toBe(RegisterOutcome.UNCHANGED);
       expect(again.harness!.metadata!.uid).toBe(h.metadata!.uid);
       expect(again.harness!.specDigest).toBe(h.specDigest);
@@ -171,37 +236,37 @@ export function registryCases(clientOf: () => RegistryClient): void {
 
     it("register: a different spec under a taken name is ALREADY_EXISTS, ACTIVE or RETIRED", async () => {
       const n = name("taken");
-      await client().registerHarness({ name: n, spec: tunnelSpec("a") });
-      expect(await codeOf(client().registerHarness({ name: n, spec: tunnelSpec("b") }))).toBe(Code.AlreadyExists);
-      expect(await codeOf(client().registerHarness({ name: n, spec: httpSpec("https://runtime.example/") }))).toBe(Code.AlreadyExists);
+      await reg(n, tunnelSpec("a"));
+      expect(await codeOf(reg(n, tunnelSpec("b")))).toBe(Code.AlreadyExists);
+      expect(await codeOf(reg(n, httpSpec("https://runtime.example/")))).toBe(Code.AlreadyExists);
       await client().retireHarness({ name: n, reason: "" });
-      expect(await codeOf(client().registerHarness({ name: n, spec: tunnelSpec("b") }))).toBe(Code.AlreadyExists);
-      expect((await client().getHarness({ name: n })).specDigest).toBe(specDigest(tunnelSpec("a")).digest);
+      expect(await codeOf(reg(n, tunnelSpec("b")))).toBe(Code.AlreadyExists);
+      expect((await edge().getHarness({ name: n })).placement?.placement).toEqual(tunnelSpec("a").placement.placement);
     });
 
     it("register: the same spec on a RETIRED name is REACTIVATED, ACTIVE again with no retirement", async () => {
       const n = name("phoenix");
       const spec = httpSpec("https://runtime.example/v1");
-      const created = await client().registerHarness({ name: n, spec });
+      const created = await reg(n, spec);
       await client().retireHarness({ name: n, reason: "maintenance" });
-      const back = await client().registerHarness({ name: n, spec });
+      const back = await reg(n, spec);
       expect(back.outcome).toBe(RegisterOutcome.REACTIVATED);
       expect(back.harness!.state).toBe(HarnessState.ACTIVE);
       expect(back.harness!.metadata!.uid).toBe(created.harness!.metadata!.uid);
       expect(back.harness!.retireTime).toBeUndefined();
       expect(back.harness!.retireReason).toBe("");
-      expect((await client().registerHarness({ name: n, spec })).outcome).toBe(RegisterOutcome.UNCHANGED);
+      expect((await reg(n, spec)).outcome).toBe(RegisterOutcome.UNCHANGED);
     });
 
     it("register: spec_digest of a spec without our placements is the published vector's (§7.6)", () => {
-      // The extension fields change nothing for specs that do not use them.
+      // Our placements sit beside the spec: they are never part of the contract's digest.
       const spec = create(HarnessSpecSchema, {
         placement: { case: "remote", value: { address: "127.0.0.1:9000" } },
         capabilities: CAPS,
         descriptorId: "echo",
       });
       expect(specDigest(spec).digest).toBe("sha256:f0c96c8b67d5dc75be557f64ccd59496eaf9cfb102754ee54e9d4c571eb2eafc");
-      expect(specDigest(tunnelSpec()).canonical).toBe('{"capabilities":{"resumability":"RESUMABILITY_STATELESS_REPLAY"},"tunnel":{}}');
+      expect(specDigest(tunnelSpec().spec).canonical).toBe('{"capabilities":{"resumability":"RESUMABILITY_STATELESS_REPLAY"}}');
     });
   });
 
@@ -227,11 +292,12 @@ export function registryCases(clientOf: () => RegistryClient): void {
     it("get: a registered one has its spec and digest; observe reports why it cannot describe it", async () => {
       const n = name("gettable");
       const spec = httpSpec("http://127.0.0.1:1/runtime");
-      await client().registerHarness({ name: n, spec });
+      await reg(n, spec);
       const h = await client().getHarness({ name: n });
       expect(h.source).toBe(HarnessSource.REGISTERED);
-      expect(h.specDigest).toBe(specDigest(spec).digest);
-      expect(h.spec?.placement).toEqual(spec.placement);
+      expect(h.specDigest).toBe(specDigest(spec.spec).digest);
+      expect(h.spec?.placement).toEqual({ case: undefined });
+      expect((await edge().getHarness({ name: n })).placement?.placement).toEqual(spec.placement.placement);
       expect(h.observeError).toBe("");
       const o = await client().getHarness({ name: n, observe: true });
       // Nothing answers at that URL: observing says why, and never fails the call.
@@ -251,7 +317,7 @@ export function registryCases(clientOf: () => RegistryClient): void {
 
     it("list: statics and registrations merged in name order, paged past the page size, retired only when asked", async () => {
       const mine = ["k", "b", "h", "e", "a", "i", "c"].map((s) => name(`page-${s}`));
-      for (const n of mine) await client().registerHarness({ name: n, spec: tunnelSpec(n) });
+      for (const n of mine) await reg(n, tunnelSpec(n));
       await client().retireHarness({ name: name("page-e"), reason: "" });
 
       const all = await walk(client(), 3, true);
@@ -266,7 +332,7 @@ export function registryCases(clientOf: () => RegistryClient): void {
     });
 
     it("list: page_size 0 means 50", async () => {
-      await Promise.all(Array.from({ length: 51 }, (_, i) => client().registerHarness({ name: name(`many-${i}`), spec: tunnelSpec() })));
+      await Promise.all(Array.from({ length: 51 }, (_, i) => reg(name(`many-${i}`), tunnelSpec())));
       const r = await client().listHarnesses({ pageSize: 0 });
       expect(r.harnesses.length).toBe(50);
       expect(r.nextPageToken).not.toBe("");
@@ -278,7 +344,7 @@ export function registryCases(clientOf: () => RegistryClient): void {
   describe("RetireHarness", () => {
     it("retire: an empty name or a reason over 1024 bytes is INVALID_ARGUMENT; 1024 bytes is fine", async () => {
       const n = name("reason");
-      await client().registerHarness({ name: n, spec: tunnelSpec() });
+      await reg(n, tunnelSpec());
       expect(await codeOf(client().retireHarness({ name: "", reason: "" }))).toBe(Code.InvalidArgument);
       // 513 two-byte characters: 1026 bytes, though only 513 characters.
       expect(await codeOf(client().retireHarness({ name: n, reason: "é".repeat(513) }))).toBe(Code.InvalidArgument);
@@ -294,7 +360,7 @@ export function registryCases(clientOf: () => RegistryClient): void {
 
     it("retire: RETIRED with time and reason; retiring again is OK and keeps the first time and reason", async () => {
       const n = name("retiree");
-      await client().registerHarness({ name: n, spec: tunnelSpec() });
+      await reg(n, tunnelSpec());
       const first = await client().retireHarness({ name: n, reason: "replaced by v2" });
       expect(first.state).toBe(HarnessState.RETIRED);
       expect(first.retireTime).toBeDefined();

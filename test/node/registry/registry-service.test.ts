@@ -6,10 +6,17 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { RegistryStore } from "../../../objects/directory/registry-store.js";
+import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
-import { createRegistryService, nameFromPageToken, pageTokenFromName, type RegistryDirectory } from "../../../worker/registry-service.js";
+import {
+  createEdgeRegistryService,
+  createRegistryService,
+  nameFromPageToken,
+  pageTokenFromName,
+  type RegistryDirectory,
+} from "../../../worker/registry-service.js";
 import { createTestDb } from "../support/sqljs-db.js";
-import { registryCases, tunnelSpec, walk, type RegistryClient } from "./registry-cases.js";
+import { register, registryCases, tunnelSpec, walk, type RegistryClients } from "./registry-cases.js";
 
 /** Each tenant's Directory stood in by a RegistryStore on sql.js, answering as its stub does. */
 function fakeDirectories(): (tenant: string) => RegistryDirectory {
@@ -19,7 +26,7 @@ function fakeDirectories(): (tenant: string) => RegistryDirectory {
     if (!s) stores.set(tenant, (s = new RegistryStore(createTestDb())));
     const store = s;
     return {
-      registerHarness: async (n, spec, d) => store.register(n, spec, d),
+      registerHarness: async (n, spec, d, placement) => store.register(n, spec, d, placement),
       getHarness: async (n) => store.get(n),
       listHarnesses: async (after, limit, retired) => store.list(after, limit, retired),
       retireHarness: async (n, reason) => store.retire(n, reason),
@@ -27,21 +34,22 @@ function fakeDirectories(): (tenant: string) => RegistryDirectory {
   };
 }
 
-function inProcessClient(): RegistryClient {
-  const service = createRegistryService({}, fakeDirectories());
-  return createClient(
-    HarnessRegistry,
-    createRouterTransport(({ service: route }) => route(HarnessRegistry, service)),
-  );
+function inProcessClients(directories: (tenant: string) => RegistryDirectory = fakeDirectories()): RegistryClients {
+  const transport = createRouterTransport(({ service: route }) => {
+    route(HarnessRegistry, createRegistryService({}, directories));
+    route(EdgeRegistry, createEdgeRegistryService({}, directories));
+  });
+  return { registry: createClient(HarnessRegistry, transport), edge: createClient(EdgeRegistry, transport) };
 }
 
-const shared = inProcessClient();
+const shared = inProcessClients();
 describe("HarnessRegistry in process", () => registryCases(() => shared));
 
 describe("HarnessRegistry in process, beyond the shared cases", () => {
   it("list: page_size over 500 is clamped to 500", async () => {
-    const client = inProcessClient();
-    await Promise.all(Array.from({ length: 505 }, (_, i) => client.registerHarness({ name: `bulk-${i}`, spec: tunnelSpec() })));
+    const clients = inProcessClients();
+    const client = clients.registry;
+    await Promise.all(Array.from({ length: 505 }, (_, i) => register(clients, `bulk-${i}`, tunnelSpec())));
     const r = await client.listHarnesses({ pageSize: 100_000 });
     expect(r.harnesses.length).toBe(500);
     const all = await walk(client, 500, false);
@@ -49,7 +57,7 @@ describe("HarnessRegistry in process, beyond the shared cases", () => {
   });
 
   it("list: an empty registry lists just the statics, with no next page", async () => {
-    const r = await inProcessClient().listHarnesses({ pageSize: 1 });
+    const r = await inProcessClients().registry.listHarnesses({ pageSize: 1 });
     expect(r.harnesses.map((h) => h.metadata!.name)).toEqual(["echo"]);
     expect(r.nextPageToken).toBe("");
   });
@@ -59,17 +67,11 @@ describe("HarnessRegistry in process, beyond the shared cases", () => {
       throw new Error("SQLITE_FULL: INSERT INTO harnesses ...");
     };
     const broken: RegistryDirectory = { registerHarness: boom, getHarness: boom, listHarnesses: boom, retireHarness: boom };
-    const client = createClient(
-      HarnessRegistry,
-      createRouterTransport(({ service }) =>
-        service(
-          HarnessRegistry,
-          createRegistryService({}, () => broken),
-        ),
-      ),
-    );
+    const clients = inProcessClients(() => broken);
+    const client = clients.registry;
     const calls = [
-      client.registerHarness({ name: "x", spec: tunnelSpec() }),
+      register(clients, "x", tunnelSpec()),
+      clients.edge.getHarness({ name: "x" }),
       client.getHarness({ name: "x" }),
       client.listHarnesses({}),
       client.retireHarness({ name: "x", reason: "" }),

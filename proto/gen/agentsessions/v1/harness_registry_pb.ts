@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentsessions/v1/harness_registry.proto.
  */
 export const file_agentsessions_v1_harness_registry: GenFile = /*@__PURE__*/
-  fileDesc("CidhZ2VudHNlc3Npb25zL3YxL2hhcm5lc3NfcmVnaXN0cnkucHJvdG8SEGFnZW50c2Vzc2lvbnMudjEiIgoPUmVtb3RlUGxhY2VtZW50Eg8KB2FkZHJlc3MYASABKAkiOAoSU3Vic3RyYXRlUGxhY2VtZW50EhAKCGF0ZXNwYWNlGAEgASgJEhAKCHRlbXBsYXRlGAIgASgJIh8KD1R1bm5lbFBsYWNlbWVudBIMCgRub3RlGAEgASgJIiMKFEh0dHBSdW50aW1lUGxhY2VtZW50EgsKA3VybBgBIAEoCSLMAgoLSGFybmVzc1NwZWMSMwoGcmVtb3RlGAEgASgLMiEuYWdlbnRzZXNzaW9ucy52MS5SZW1vdGVQbGFjZW1lbnRIABI5CglzdWJzdHJhdGUYAiABKAsyJC5hZ2VudHNlc3Npb25zLnYxLlN1YnN0cmF0ZVBsYWNlbWVudEgAEjMKBnR1bm5lbBgFIAEoCzIhLmFnZW50c2Vzc2lvbnMudjEuVHVubmVsUGxhY2VtZW50SAASPgoMaHR0cF9ydW50aW1lGAYgASgLMiYuYWdlbnRzZXNzaW9ucy52MS5IdHRwUnVudGltZVBsYWNlbWVudEgAEjQKDGNhcGFiaWxpdGllcxgDIAEoCzIeLmFnZW50c2Vzc2lvbnMudjEuQ2FwYWJpbGl0aWVzEhUKDWRlc2NyaXB0b3JfaWQYBCABKAlCCwoJcGxhY2VtZW50Ip4DChNIYXJuZXNzUmVnaXN0cmF0aW9uEjQKCG1ldGFkYXRhGAEgASgLMiIuYWdlbnRzZXNzaW9ucy52MS5SZXNvdXJjZU1ldGFkYXRhEisKBHNwZWMYAiABKAsyHS5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NTcGVjEhMKC3NwZWNfZGlnZXN0GAMgASgJEi0KBXN0YXRlGAQgASgOMh4uYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzU3RhdGUSLwoGc291cmNlGAUgASgOMh8uYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzU291cmNlEi8KC3JldGlyZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXRpcmVfcmVhc29uGAcgASgJEjUKCG9ic2VydmVkGAggASgLMiMuYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzRGVzY3JpcHRvchIVCg1vYnNlcnZlX2Vycm9yGAkgASgJEhkKEXVuc2VydmFibGVfcmVhc29uGAogASgJIlMKFlJlZ2lzdGVySGFybmVzc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIrCgRzcGVjGAIgASgLMh0uYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzU3BlYyKFAQoXUmVnaXN0ZXJIYXJuZXNzUmVzcG9uc2USNgoHaGFybmVzcxgBIAEoCzIlLmFnZW50c2Vzc2lvbnMudjEuSGFybmVzc1JlZ2lzdHJhdGlvbhIyCgdvdXRjb21lGAIgASgOMiEuYWdlbnRzZXNzaW9ucy52MS5SZWdpc3Rlck91dGNvbWUiMgoRR2V0SGFybmVzc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdvYnNlcnZlGAIgASgIIlYKFExpc3RIYXJuZXNzZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhcKD2luY2x1ZGVfcmV0aXJlZBgDIAEoCCJqChVMaXN0SGFybmVzc2VzUmVzcG9uc2USOAoJaGFybmVzc2VzGAEgAygLMiUuYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzUmVnaXN0cmF0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI0ChRSZXRpcmVIYXJuZXNzUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCSpiCgxIYXJuZXNzU3RhdGUSHQoZSEFSTkVTU19TVEFURV9VTlNQRUNJRklFRBAAEhgKFEhBUk5FU1NfU1RBVEVfQUNUSVZFEAESGQoVSEFSTkVTU19TVEFURV9SRVRJUkVEEAIqaQoNSGFybmVzc1NvdXJjZRIeChpIQVJORVNTX1NPVVJDRV9VTlNQRUNJRklFRBAAEhkKFUhBUk5FU1NfU09VUkNFX1NUQVRJQxABEh0KGUhBUk5FU1NfU09VUkNFX1JFR0lTVEVSRUQQAiqTAQoPUmVnaXN0ZXJPdXRjb21lEiAKHFJFR0lTVEVSX09VVENPTUVfVU5TUEVDSUZJRUQQABIcChhSRUdJU1RFUl9PVVRDT01FX0NSRUFURUQQARIeChpSRUdJU1RFUl9PVVRDT01FX1VOQ0hBTkdFRBACEiAKHFJFR0lTVEVSX09VVENPTUVfUkVBQ1RJVkFURUQQAzKVAwoPSGFybmVzc1JlZ2lzdHJ5EmYKD1JlZ2lzdGVySGFybmVzcxIoLmFnZW50c2Vzc2lvbnMudjEuUmVnaXN0ZXJIYXJuZXNzUmVxdWVzdBopLmFnZW50c2Vzc2lvbnMudjEuUmVnaXN0ZXJIYXJuZXNzUmVzcG9uc2USWAoKR2V0SGFybmVzcxIjLmFnZW50c2Vzc2lvbnMudjEuR2V0SGFybmVzc1JlcXVlc3QaJS5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NSZWdpc3RyYXRpb24SYAoNTGlzdEhhcm5lc3NlcxImLmFnZW50c2Vzc2lvbnMudjEuTGlzdEhhcm5lc3Nlc1JlcXVlc3QaJy5hZ2VudHNlc3Npb25zLnYxLkxpc3RIYXJuZXNzZXNSZXNwb25zZRJeCg1SZXRpcmVIYXJuZXNzEiYuYWdlbnRzZXNzaW9ucy52MS5SZXRpcmVIYXJuZXNzUmVxdWVzdBolLmFnZW50c2Vzc2lvbnMudjEuSGFybmVzc1JlZ2lzdHJhdGlvbmIGcHJvdG8z", [file_agentsessions_v1_common, file_agentsessions_v1_harness, file_google_protobuf_timestamp]);
+  fileDesc("CidhZ2VudHNlc3Npb25zL3YxL2hhcm5lc3NfcmVnaXN0cnkucHJvdG8SEGFnZW50c2Vzc2lvbnMudjEiIgoPUmVtb3RlUGxhY2VtZW50Eg8KB2FkZHJlc3MYASABKAkiOAoSU3Vic3RyYXRlUGxhY2VtZW50EhAKCGF0ZXNwYWNlGAEgASgJEhAKCHRlbXBsYXRlGAIgASgJItcBCgtIYXJuZXNzU3BlYxIzCgZyZW1vdGUYASABKAsyIS5hZ2VudHNlc3Npb25zLnYxLlJlbW90ZVBsYWNlbWVudEgAEjkKCXN1YnN0cmF0ZRgCIAEoCzIkLmFnZW50c2Vzc2lvbnMudjEuU3Vic3RyYXRlUGxhY2VtZW50SAASNAoMY2FwYWJpbGl0aWVzGAMgASgLMh4uYWdlbnRzZXNzaW9ucy52MS5DYXBhYmlsaXRpZXMSFQoNZGVzY3JpcHRvcl9pZBgEIAEoCUILCglwbGFjZW1lbnQingMKE0hhcm5lc3NSZWdpc3RyYXRpb24SNAoIbWV0YWRhdGEYASABKAsyIi5hZ2VudHNlc3Npb25zLnYxLlJlc291cmNlTWV0YWRhdGESKwoEc3BlYxgCIAEoCzIdLmFnZW50c2Vzc2lvbnMudjEuSGFybmVzc1NwZWMSEwoLc3BlY19kaWdlc3QYAyABKAkSLQoFc3RhdGUYBCABKA4yHi5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NTdGF0ZRIvCgZzb3VyY2UYBSABKA4yHy5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NTb3VyY2USLwoLcmV0aXJlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJldGlyZV9yZWFzb24YByABKAkSNQoIb2JzZXJ2ZWQYCCABKAsyIy5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NEZXNjcmlwdG9yEhUKDW9ic2VydmVfZXJyb3IYCSABKAkSGQoRdW5zZXJ2YWJsZV9yZWFzb24YCiABKAkiUwoWUmVnaXN0ZXJIYXJuZXNzUmVxdWVzdBIMCgRuYW1lGAEgASgJEisKBHNwZWMYAiABKAsyHS5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NTcGVjIoUBChdSZWdpc3Rlckhhcm5lc3NSZXNwb25zZRI2CgdoYXJuZXNzGAEgASgLMiUuYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzUmVnaXN0cmF0aW9uEjIKB291dGNvbWUYAiABKA4yIS5hZ2VudHNlc3Npb25zLnYxLlJlZ2lzdGVyT3V0Y29tZSIyChFHZXRIYXJuZXNzUmVxdWVzdBIMCgRuYW1lGAEgASgJEg8KB29ic2VydmUYAiABKAgiVgoUTGlzdEhhcm5lc3Nlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSFwoPaW5jbHVkZV9yZXRpcmVkGAMgASgIImoKFUxpc3RIYXJuZXNzZXNSZXNwb25zZRI4CgloYXJuZXNzZXMYASADKAsyJS5hZ2VudHNlc3Npb25zLnYxLkhhcm5lc3NSZWdpc3RyYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKFFJldGlyZUhhcm5lc3NSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJKmIKDEhhcm5lc3NTdGF0ZRIdChlIQVJORVNTX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUSEFSTkVTU19TVEFURV9BQ1RJVkUQARIZChVIQVJORVNTX1NUQVRFX1JFVElSRUQQAippCg1IYXJuZXNzU291cmNlEh4KGkhBUk5FU1NfU09VUkNFX1VOU1BFQ0lGSUVEEAASGQoVSEFSTkVTU19TT1VSQ0VfU1RBVElDEAESHQoZSEFSTkVTU19TT1VSQ0VfUkVHSVNURVJFRBACKpMBCg9SZWdpc3Rlck91dGNvbWUSIAocUkVHSVNURVJfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhwKGFJFR0lTVEVSX09VVENPTUVfQ1JFQVRFRBABEh4KGlJFR0lTVEVSX09VVENPTUVfVU5DSEFOR0VEEAISIAocUkVHSVNURVJfT1VUQ09NRV9SRUFDVElWQVRFRBADMpUDCg9IYXJuZXNzUmVnaXN0cnkSZgoPUmVnaXN0ZXJIYXJuZXNzEiguYWdlbnRzZXNzaW9ucy52MS5SZWdpc3Rlckhhcm5lc3NSZXF1ZXN0GikuYWdlbnRzZXNzaW9ucy52MS5SZWdpc3Rlckhhcm5lc3NSZXNwb25zZRJYCgpHZXRIYXJuZXNzEiMuYWdlbnRzZXNzaW9ucy52MS5HZXRIYXJuZXNzUmVxdWVzdBolLmFnZW50c2Vzc2lvbnMudjEuSGFybmVzc1JlZ2lzdHJhdGlvbhJgCg1MaXN0SGFybmVzc2VzEiYuYWdlbnRzZXNzaW9ucy52MS5MaXN0SGFybmVzc2VzUmVxdWVzdBonLmFnZW50c2Vzc2lvbnMudjEuTGlzdEhhcm5lc3Nlc1Jlc3BvbnNlEl4KDVJldGlyZUhhcm5lc3MSJi5hZ2VudHNlc3Npb25zLnYxLlJldGlyZUhhcm5lc3NSZXF1ZXN0GiUuYWdlbnRzZXNzaW9ucy52MS5IYXJuZXNzUmVnaXN0cmF0aW9uYgZwcm90bzM", [file_agentsessions_v1_common, file_agentsessions_v1_harness, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message agentsessions.v1.RemotePlacement
@@ -62,51 +62,9 @@ export const SubstratePlacementSchema: GenMessage<SubstratePlacement> = /*@__PUR
   messageDesc(file_agentsessions_v1_harness_registry, 1);
 
 /**
- * Extension of this project (not in the contract): a harness that dials the host over the
- * WebSocket tunnel (docs/tunnel.md) under its registration name. Wire-compatible: a new message at
- * a new field number of the placement oneof.
+ * Exactly the contract's placements. This host's own ones (tunnel, http_runtime) travel beside the
+ * spec, never in it: agentsessions/edge/v1/placement.proto.
  *
- * @generated from message agentsessions.v1.TunnelPlacement
- */
-export type TunnelPlacement = Message<"agentsessions.v1.TunnelPlacement"> & {
-  /**
-   * Free text for operators; part of the spec (and so of spec_digest) when set.
-   *
-   * @generated from field: string note = 1;
-   */
-  note: string;
-};
-
-/**
- * Describes the message agentsessions.v1.TunnelPlacement.
- * Use `create(TunnelPlacementSchema)` to create a new message.
- */
-export const TunnelPlacementSchema: GenMessage<TunnelPlacement> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 2);
-
-/**
- * Extension of this project (not in the contract): a compute backend that serves our Runtime
- * service (agentsessions.edge.v1.Runtime, docs/tunnel.md "Runtimes") over Connect/HTTP at `url`.
- *
- * @generated from message agentsessions.v1.HttpRuntimePlacement
- */
-export type HttpRuntimePlacement = Message<"agentsessions.v1.HttpRuntimePlacement"> & {
-  /**
-   * http:// or https:// base URL of the Runtime service.
-   *
-   * @generated from field: string url = 1;
-   */
-  url: string;
-};
-
-/**
- * Describes the message agentsessions.v1.HttpRuntimePlacement.
- * Use `create(HttpRuntimePlacementSchema)` to create a new message.
- */
-export const HttpRuntimePlacementSchema: GenMessage<HttpRuntimePlacement> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 3);
-
-/**
  * @generated from message agentsessions.v1.HarnessSpec
  */
 export type HarnessSpec = Message<"agentsessions.v1.HarnessSpec"> & {
@@ -125,22 +83,6 @@ export type HarnessSpec = Message<"agentsessions.v1.HarnessSpec"> & {
      */
     value: SubstratePlacement;
     case: "substrate";
-  } | {
-    /**
-     * Extension of this project (field 5): see TunnelPlacement. Specs without it digest as before.
-     *
-     * @generated from field: agentsessions.v1.TunnelPlacement tunnel = 5;
-     */
-    value: TunnelPlacement;
-    case: "tunnel";
-  } | {
-    /**
-     * Extension of this project (field 6): see HttpRuntimePlacement. Specs without it digest as before.
-     *
-     * @generated from field: agentsessions.v1.HttpRuntimePlacement http_runtime = 6;
-     */
-    value: HttpRuntimePlacement;
-    case: "httpRuntime";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -159,7 +101,7 @@ export type HarnessSpec = Message<"agentsessions.v1.HarnessSpec"> & {
  * Use `create(HarnessSpecSchema)` to create a new message.
  */
 export const HarnessSpecSchema: GenMessage<HarnessSpec> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 4);
+  messageDesc(file_agentsessions_v1_harness_registry, 2);
 
 /**
  * @generated from message agentsessions.v1.HarnessRegistration
@@ -221,7 +163,7 @@ export type HarnessRegistration = Message<"agentsessions.v1.HarnessRegistration"
  * Use `create(HarnessRegistrationSchema)` to create a new message.
  */
 export const HarnessRegistrationSchema: GenMessage<HarnessRegistration> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 5);
+  messageDesc(file_agentsessions_v1_harness_registry, 3);
 
 /**
  * @generated from message agentsessions.v1.RegisterHarnessRequest
@@ -243,7 +185,7 @@ export type RegisterHarnessRequest = Message<"agentsessions.v1.RegisterHarnessRe
  * Use `create(RegisterHarnessRequestSchema)` to create a new message.
  */
 export const RegisterHarnessRequestSchema: GenMessage<RegisterHarnessRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 6);
+  messageDesc(file_agentsessions_v1_harness_registry, 4);
 
 /**
  * @generated from message agentsessions.v1.RegisterHarnessResponse
@@ -265,7 +207,7 @@ export type RegisterHarnessResponse = Message<"agentsessions.v1.RegisterHarnessR
  * Use `create(RegisterHarnessResponseSchema)` to create a new message.
  */
 export const RegisterHarnessResponseSchema: GenMessage<RegisterHarnessResponse> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 7);
+  messageDesc(file_agentsessions_v1_harness_registry, 5);
 
 /**
  * @generated from message agentsessions.v1.GetHarnessRequest
@@ -287,7 +229,7 @@ export type GetHarnessRequest = Message<"agentsessions.v1.GetHarnessRequest"> & 
  * Use `create(GetHarnessRequestSchema)` to create a new message.
  */
 export const GetHarnessRequestSchema: GenMessage<GetHarnessRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 8);
+  messageDesc(file_agentsessions_v1_harness_registry, 6);
 
 /**
  * @generated from message agentsessions.v1.ListHarnessesRequest
@@ -314,7 +256,7 @@ export type ListHarnessesRequest = Message<"agentsessions.v1.ListHarnessesReques
  * Use `create(ListHarnessesRequestSchema)` to create a new message.
  */
 export const ListHarnessesRequestSchema: GenMessage<ListHarnessesRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 9);
+  messageDesc(file_agentsessions_v1_harness_registry, 7);
 
 /**
  * @generated from message agentsessions.v1.ListHarnessesResponse
@@ -336,7 +278,7 @@ export type ListHarnessesResponse = Message<"agentsessions.v1.ListHarnessesRespo
  * Use `create(ListHarnessesResponseSchema)` to create a new message.
  */
 export const ListHarnessesResponseSchema: GenMessage<ListHarnessesResponse> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 10);
+  messageDesc(file_agentsessions_v1_harness_registry, 8);
 
 /**
  * @generated from message agentsessions.v1.RetireHarnessRequest
@@ -358,7 +300,7 @@ export type RetireHarnessRequest = Message<"agentsessions.v1.RetireHarnessReques
  * Use `create(RetireHarnessRequestSchema)` to create a new message.
  */
 export const RetireHarnessRequestSchema: GenMessage<RetireHarnessRequest> = /*@__PURE__*/
-  messageDesc(file_agentsessions_v1_harness_registry, 11);
+  messageDesc(file_agentsessions_v1_harness_registry, 9);
 
 /**
  * @generated from enum agentsessions.v1.HarnessState
