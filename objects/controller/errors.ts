@@ -31,6 +31,14 @@ export class ModelProviderError extends Error {
   }
 }
 
+/** A harness asked for a compaction the host cannot write (docs/history.md); the turn fails FAILED_PRECONDITION. */
+export class CompactionRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CompactionRefusedError";
+  }
+}
+
 /** The turn's deadline passed or it was canceled. */
 export class TurnInterruptedError extends Error {
   constructor(

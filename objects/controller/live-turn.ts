@@ -11,10 +11,12 @@ import { Code } from "@connectrpc/connect";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { boundHistory } from "../../runtimes/compaction.js";
 import type { Harness, HarnessStart } from "../../runtimes/harness-spi.js";
 import {
   AppendRefusedError,
   ApprovalParkedError,
+  CompactionRefusedError,
   MissingToolExecutorError,
   ReplayDivergedError,
   ToolCallRefusedError,
@@ -80,6 +82,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     onDelta: deps.onDelta,
     inputHash: deps.inputHash,
     sinkOnly: plan.harness.sinkOnly === true,
+    historyThrough: plan.memoryRestored ? undefined : before.seq,
     tools: deps.tools && {
       ...deps.tools,
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
@@ -96,7 +99,8 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     // Decoded lazily: a harness that never reads its history costs no journal scan.
     get history() {
       // (to = 0 would mean "head", which by now includes this turn's own records.)
-      history ??= before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq);
+      // From the latest compaction point on (docs/history.md), as replay and recovery hand it.
+      history ??= before.seq === 0n || plan.memoryRestored ? [] : (deps.log.history?.(before.seq) ?? boundHistory(deps.log.events(1n, before.seq)));
       return history;
     },
   };
@@ -193,7 +197,7 @@ function cancel(writer: TurnWriter, executionId: string, e: TurnInterruptedError
 
 function codeOf(e: unknown): Code {
   if (e instanceof TurnInterruptedError) return e.why === "deadline" ? Code.DeadlineExceeded : Code.Canceled;
-  if (e instanceof ReplayDivergedError || e instanceof MissingToolExecutorError) return Code.FailedPrecondition;
+  if (e instanceof ReplayDivergedError || e instanceof MissingToolExecutorError || e instanceof CompactionRefusedError) return Code.FailedPrecondition;
   // BEHAVIOUR.md §4.12 note: a refused call inside a turn fails the turn INTERNAL (nothing recorded for it).
   if (e instanceof ToolCallRefusedError) return Code.Internal;
   return Code.Internal;

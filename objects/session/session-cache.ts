@@ -15,6 +15,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
+import { boundHistory } from "../../runtimes/compaction.js";
 
 /** Stored bytes of journal kept decoded in memory at most (the isolate has 128 MB for every object). */
 export const DEFAULT_CACHE_MAX_BYTES = 16 * 1024 * 1024;
@@ -67,6 +68,14 @@ export class SessionCache {
     const lo = from < 1n ? 1n : from;
     if (hi < lo) return [];
     return loaded.list.slice(Number(lo) - 1, Number(hi));
+  }
+
+  /** The history of an execution starting after seq `to` (TurnLog.history): bounded at its latest compaction point. */
+  history(to: bigint): Event[] {
+    const loaded = this._load();
+    if (!loaded) return boundHistory(readRange(this._journal(), 1n, to).map((e) => e.event));
+    const end = to < BigInt(loaded.list.length) ? Number(to) : loaded.list.length;
+    return boundHistory(loaded.list, end);
   }
 
   /** The journal's parse into executions (what parseExecutions gives for events()). */
