@@ -2,22 +2,29 @@
  * Directory: one Durable Object per tenant holding its session index (ListSessions), the chain
  * heads its sessions reported, and its harness registry (HarnessRegistry; BEHAVIOUR.md §6.4).
  * Thin: the SQL lives in objects/directory/directory-store.ts and registry-store.ts.
+ *
+ * Its alarm runs the tenant's retention policies (docs/retention.md): each run deletes one bounded
+ * batch through the sessions' own DeleteSession (objects/directory/retention-sweep.ts).
  */
 import { DurableObject } from "cloudflare:workers";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
 import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
-import type { Env } from "./env.js";
+import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } from "./directory/retention-store.js";
+import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./directory/retention-sweep.js";
+import { sessionStub, type Env } from "./env.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
   private readonly _registry: RegistryStore;
+  private readonly _retention: RetentionStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = sqlDbFromStorage(ctx.storage);
     this._store = new DirectoryStore(db);
     this._registry = new RegistryStore(db, () => Date.now());
+    this._retention = new RetentionStore(db);
   }
 
   upsert(row: DirectoryRow): void {
@@ -61,5 +68,58 @@ export class Directory extends DurableObject<Env> {
   /** For session creation and routing: a registered name's state and pinned spec, or undefined. */
   lookupHarness(name: string): HarnessLookup | undefined {
     return this._registry.lookup(name);
+  }
+
+  // Retention (docs/retention.md). The Worker validated the policy.
+
+  /**
+   * Stores a project's policy (days 0 clears it) and arms the alarm to sweep now; a dry run stores
+   * nothing and answers what the policy would delete at once (at most `limit`, and whether more).
+   */
+  async setRetention(
+    tenant: string,
+    policy: { project: string; days: number; keepLatest: number },
+    dryRun: boolean,
+    limit: number,
+  ): Promise<{ policy: RetentionPolicyRow | undefined; wouldDelete: RetentionCandidateRow[]; truncated: boolean }> {
+    const now = Date.now();
+    if (dryRun) {
+      if (policy.days === 0) return { policy: undefined, wouldDelete: [], truncated: false };
+      const picked = this._retention.candidates(policy, now, retentionSettings(this.env).dayMs, limit + 1);
+      return { policy: { ...policy, tenant, updateMs: 0, deleted: 0 }, wouldDelete: picked.slice(0, limit), truncated: picked.length > limit };
+    }
+    if (policy.days === 0) {
+      this._retention.clear(policy.project);
+      return { policy: undefined, wouldDelete: [], truncated: false };
+    }
+    this._retention.set({ ...policy, tenant, updateMs: now });
+    await this.ctx.storage.setAlarm(now);
+    return { policy: this._retention.get(policy.project), wouldDelete: [], truncated: false };
+  }
+
+  getRetention(project: string): { policy: RetentionPolicyRow | undefined; lastSweepMs: number; sweeps: number } {
+    const last = this._retention.lastSweep();
+    return { policy: this._retention.get(project), lastSweepMs: last.lastMs, sweeps: last.runs };
+  }
+
+  /** One retention batch; back soon when a batch was full, else at the next sweep while any policy exists. */
+  async alarm(): Promise<void> {
+    const settings = retentionSettings(this.env);
+    const r: SweepResult = await sweepRetention({
+      store: this._retention,
+      nowMs: Date.now(),
+      settings,
+      remove: (tenant, uid) => this._remove(tenant, uid),
+    });
+    // Counts only: uids and projects are tenant data, not log material.
+    console.log(JSON.stringify({ level: "info", msg: "retention sweep", deleted: r.deleted.length, refused: r.refused.length, more: r.more }));
+    if (r.more) await this.ctx.storage.setAlarm(Date.now() + settings.batchPauseMs);
+    else if (this._retention.all().length > 0) await this.ctx.storage.setAlarm(Date.now() + settings.sweepMs);
+  }
+
+  private async _remove(tenant: string, uid: string): Promise<RemoveResult> {
+    const r = await sessionStub(this.env, tenant, uid).delete(tenant);
+    if (r.ok) return "deleted";
+    return r.reason === "session_not_found" ? "gone" : "refused";
   }
 }

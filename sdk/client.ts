@@ -1,6 +1,6 @@
 /**
  * The TypeScript client SDK: a typed wrapper over the generated Connect clients of the Sessions API
- * and of our Audit extension (proto/agentsessions/edge/v1/audit.proto), sharing one transport.
+ * and of our Audit and Retention extensions (proto/agentsessions/edge/v1/), sharing one transport.
  *
  * Runs on Node 20+ and in Workers (it only needs `fetch`). Failures are `ConnectError`s with the
  * server's code and message; `describeError` turns one into a line a person can act on.
@@ -12,6 +12,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Retention, type RetentionStatus, type SetRetentionResponse } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -117,6 +118,8 @@ export class SessionsClient {
   readonly raw: Client<typeof Sessions>;
   /** The Audit service (our extension, not the contract), on the same transport as `raw`. @experimental */
   readonly rawAudit: Client<typeof Audit>;
+  /** The Retention service (our extension, not the contract; docs/retention.md). @experimental */
+  readonly rawRetention: Client<typeof Retention>;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -138,6 +141,7 @@ export class SessionsClient {
     });
     this.raw = createClient(Sessions, transport);
     this.rawAudit = createClient(Audit, transport);
+    this.rawRetention = createClient(Retention, transport);
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
@@ -240,6 +244,21 @@ export class SessionsClient {
    */
   verify(uid: string, o: VerifyOptions = {}): Promise<VerifyResponse> {
     return this.rawAudit.verify({ session: uid, replay: o.replay ?? false }, { signal: o.signal });
+  }
+
+  /**
+   * Retention.SetRetention: a project's policy (sessions idle longer than `days` are deleted by the
+   * tenant Directory's alarm, except the `keepLatest` most recently active). `days: 0` clears it;
+   * `dryRun` stores nothing and lists what the policy would delete now. Needs the admin role.
+   * @experimental Retention is this host's extension, not part of agentsessions.v1.
+   */
+  setRetention(o: { project: string; days: number; keepLatest?: number; dryRun?: boolean }): Promise<SetRetentionResponse> {
+    return this.rawRetention.setRetention({ policy: { project: o.project, days: o.days, keepLatest: o.keepLatest ?? 0 }, dryRun: o.dryRun ?? false });
+  }
+
+  /** Retention.GetRetention: a project's policy, how many sessions it deleted, when the alarm last swept. @experimental */
+  getRetention(project: string): Promise<RetentionStatus> {
+    return this.rawRetention.getRetention({ project });
   }
 
   /**

@@ -6,6 +6,7 @@
 import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Retention } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -19,6 +20,7 @@ import { requestLog } from "./request-log.js";
 import { strictNumbers } from "./strict-numbers.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
+import { createRetentionService } from "./retention-service.js";
 import { createSessionsService } from "./sessions-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
@@ -38,6 +40,7 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   });
   router.service(Sessions, createSessionsService(env, guards));
   router.service(Audit, createAuditService(env));
+  router.service(Retention, createRetentionService(env));
   router.service(
     HarnessRegistry,
     createRegistryService(env, (tenant) => directoryStub(env, tenant), {

@@ -23,6 +23,8 @@ const ROLE_OF: Record<string, Role> = {
   "agentsessions.v1.HarnessRegistry/GetHarness": "read",
   "agentsessions.v1.HarnessRegistry/ListHarnesses": "read",
   "agentsessions.edge.v1.Audit/Verify": "read",
+  "agentsessions.edge.v1.Retention/GetRetention": "read",
+  "agentsessions.edge.v1.Retention/SetRetention": "admin",
 };
 
 export function roleFor(service: string, method: string): Role {
