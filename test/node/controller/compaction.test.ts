@@ -6,13 +6,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { EventKind, EventSchema, Lifecycle_Kind, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, EventSchema, Lifecycle_Kind, MessageSchema, ToolResultSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { assistantText, textOf, userText } from "../../../proto/messages.js";
-import { COMPACTION_PROMPT, createChatHarness, parseChatConfig, SUMMARY_PREFIX } from "../../../runtimes/builtin/chat.js";
+import { COMPACTION_PROMPT, createChatHarness, estimateTokens, parseChatConfig, SUMMARY_PREFIX } from "../../../runtimes/builtin/chat.js";
 import { boundHistory, compactedThrough, compactionMarker, compactionOf } from "../../../runtimes/compaction.js";
 import type { ModelRequest } from "../../../runtimes/harness-spi.js";
 import { parseExecutions } from "../../../objects/controller/execution-log.js";
-import { liveTurn, newLog, replayLog, resumeLog, scriptedModels, type Script } from "../support/controller-fixture.js";
+import type { TurnLog } from "../../../objects/controller/turn-writer.js";
+import { SessionCache } from "../../../objects/session/session-cache.js";
+import { fakeExecutor, forkLog, liveTurn, newLog, replayLog, resumeLog, scriptedModels, toolDeps, type Script } from "../support/controller-fixture.js";
 
 const config = (o: object) => new TextEncoder().encode(JSON.stringify(o));
 const isCompaction = (req: ModelRequest) => textOf(req.messages[req.messages.length - 1]) === COMPACTION_PROMPT;
@@ -114,5 +116,63 @@ describe("compaction points", () => {
     const out = await liveTurn(fx, h, scriptedModels(script), ["hi"]);
     expect(out).toMatchObject({ kind: "failed", code: 9, message: expect.stringContaining("nothing to compact") });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "ERROR"]);
+  });
+
+  it("chat: 2,000 turns with tool calls keep every answer request under the budget plus one turn; replay makes zero model calls", async () => {
+    const fx = newLog();
+    const chat = createChatHarness();
+    const budget = 400;
+    const cfg = config({ max_history_tokens: budget, tools: [{ name: "lookup" }] });
+    // Each turn: a lookup call, its receipt (~250 tokens of result), then an answer.
+    const models = scriptedModels((req, n) => {
+      if (isCompaction(req)) return { message: assistantText(`summary #${n}`) };
+      const last = req.messages[req.messages.length - 1]!;
+      if (last.role === "tool") return { message: assistantText(`answer #${n}`) };
+      return {
+        message: create(MessageSchema, {
+          role: "assistant",
+          parts: [{ part: { case: "toolCall", value: { id: `c${n}`, tool: "lookup", args: { q: "x" } } } }],
+        }),
+      };
+    });
+    const tools = toolDeps(fakeExecutor(() => create(ToolResultSchema, { id: "r", output: { found: "r".repeat(1000) } })).executor);
+    // The session object's in-memory journal (session-cache.ts), as a real host keeps it: each
+    // turn reads its bounded history from memory instead of decoding the whole journal again.
+    const cache = new SessionCache(() => fx.journal);
+    const log: TurnLog = {
+      ...fx.log,
+      append: (events, opts) => {
+        const r = fx.log.append(events, opts);
+        if (r.ok) cache.appended(r.records);
+        return r;
+      },
+      history: (to) => cache.history(to),
+    };
+    const session = { ...fx, log } as typeof fx;
+    for (let i = 1; i <= 2000; i++) expect(await liveTurn(session, chat, models, [`turn ${i}`], { config: cfg, tools })).toEqual({ kind: "completed" });
+    const answers = models.requests.filter((r) => !isCompaction(r));
+    const perTurn = estimateTokens(answers[answers.length - 1]!.messages.slice(-3));
+    for (const r of answers) expect(estimateTokens(r.messages)).toBeLessThanOrEqual(budget + 2 * perTurn);
+    expect(models.requests.filter(isCompaction).length).toBeGreaterThan(100);
+
+    const replayModels = scriptedModels(script);
+    const rep = await replayLog(fx, chat, replayModels);
+    expect(rep).toMatchObject({ ok: true, modelCalls: 0, executions: 2000 });
+  }, 300_000);
+
+  it("fork: children forked before and after a compaction point each run a turn and replay exactly", async () => {
+    const parent = newLog();
+    const chat = createChatHarness();
+    const cfg = config({ max_history_tokens: 5 });
+    for (const text of ["one, long enough to pass the budget", "two", "three"]) await liveTurn(parent, chat, scriptedModels(script), [text], { config: cfg });
+    const markerSeq = parent.events().find((e) => compactedThrough(e.event) !== undefined)!.seq;
+    for (const at of [Number(markerSeq) - 3, Number(parent.journal.head().seq)]) {
+      const child = forkLog(parent, at);
+      const models = scriptedModels(script);
+      expect(await liveTurn(child, chat, models, ["in the child"], { config: cfg })).toEqual({ kind: "completed" });
+      const answer = models.requests.filter((r) => !isCompaction(r)).at(-1)!;
+      expect(texts(answer).at(-1)).toBe("user:in the child");
+      expect(await replayLog(child, chat, scriptedModels(script))).toMatchObject({ ok: true, modelCalls: 0 });
+    }
   });
 });
