@@ -23,6 +23,7 @@ import { hashCommand } from "./commands/hash.js";
 import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
 import { resumeCommand } from "./commands/resume.js";
+import { retentionCommand } from "./commands/retention.js";
 import { suspendCommand } from "./commands/suspend.js";
 import { verifyCommand } from "./commands/verify.js";
 
@@ -38,6 +39,7 @@ export const COMMANDS: readonly Command[] = [
   approveCommand,
   denyCommand,
   deleteCommand,
+  retentionCommand,
   replayCommand,
   verifyCommand,
   hashCommand,

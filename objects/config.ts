@@ -33,6 +33,12 @@ export interface ConfigEnv {
   APPROVAL_TIMEOUT_SECONDS?: string;
   /** "1" serves the test-only harnesses (runtimes/builtin/testing.ts); never set in a deployment. */
   TEST_HARNESSES?: string;
+  /** Retention (docs/retention.md): most sessions one Directory alarm run deletes (default 50). */
+  RETENTION_BATCH?: string;
+  /** Retention: seconds between sweeps once nothing is waiting (default 3600). */
+  RETENTION_SWEEP_SECONDS?: string;
+  /** Retention: the length of a retention "day" in seconds. Tests only; a deployment leaves it unset (86400). */
+  RETENTION_DAY_SECONDS?: string;
   /** This host's base URL as runtime backends reach it (their incarnations dial back to its tunnel). */
   PUBLIC_URL?: string;
   /**

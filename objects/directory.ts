@@ -2,6 +2,9 @@
  * Directory: one Durable Object per tenant holding its session index (ListSessions), the chain
  * heads its sessions reported, and its harness registry (HarnessRegistry; BEHAVIOUR.md §6.4).
  * Thin: the SQL lives in objects/directory/directory-store.ts and registry-store.ts.
+ *
+ * Its alarm runs the tenant's retention policies (docs/retention.md): each run deletes one bounded
+ * batch through the sessions' own DeleteSession (objects/directory/retention-sweep.ts).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Sha256Hex } from "../proto/blob-ref.js";
@@ -10,20 +13,24 @@ import { BlobCollector } from "./directory/blob-collector.js";
 import { BlobOwnersStore } from "./directory/blob-owners-store.js";
 import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
 import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
-import type { Env } from "./env.js";
+import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } from "./directory/retention-store.js";
+import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./directory/retention-sweep.js";
+import { sessionStub, type Env } from "./env.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
   private readonly _registry: RegistryStore;
   private readonly _blobs: BlobCollector;
+  private readonly _retention: RetentionStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const db = sqlDbFromStorage(ctx.storage);
     this._store = new DirectoryStore(db);
     this._registry = new RegistryStore(db, () => Date.now());
-    this._blobs = new BlobCollector(new BlobOwnersStore(db), env.BLOBS && createR2BlobStore(env.BLOBS), (ms) => ctx.storage.setAlarm(Date.now() + ms));
+    this._blobs = new BlobCollector(new BlobOwnersStore(db), env.BLOBS && createR2BlobStore(env.BLOBS), (ms) => this._wake(Date.now() + ms));
+    this._retention = new RetentionStore(db);
   }
 
   upsert(row: DirectoryRow): void {
@@ -57,11 +64,6 @@ export class Directory extends DurableObject<Env> {
     return this._blobs.release(tenant, uid);
   }
 
-  /** Retries the blob deletions a failure (or an eviction) left queued. */
-  async alarm(): Promise<void> {
-    await this._blobs.collect();
-  }
-
   head(uid: string): { seq: number; hash: string; deletedMs?: number } | undefined {
     return this._store.head(uid);
   }
@@ -87,5 +89,71 @@ export class Directory extends DurableObject<Env> {
   /** For session creation and routing: a registered name's state and pinned spec, or undefined. */
   lookupHarness(name: string): HarnessLookup | undefined {
     return this._registry.lookup(name);
+  }
+
+  // Retention (docs/retention.md). The Worker validated the policy.
+
+  /**
+   * Stores a project's policy (days 0 clears it) and arms the alarm to sweep now; a dry run stores
+   * nothing and answers what the policy would delete at once (at most `limit`, and whether more).
+   */
+  async setRetention(
+    tenant: string,
+    policy: { project: string; days: number; keepLatest: number },
+    dryRun: boolean,
+    limit: number,
+  ): Promise<{ policy: RetentionPolicyRow | undefined; wouldDelete: RetentionCandidateRow[]; truncated: boolean }> {
+    const now = Date.now();
+    if (dryRun) {
+      if (policy.days === 0) return { policy: undefined, wouldDelete: [], truncated: false };
+      const picked = this._retention.candidates(policy, now, retentionSettings(this.env).dayMs, limit + 1);
+      return { policy: { ...policy, tenant, updateMs: 0, deleted: 0 }, wouldDelete: picked.slice(0, limit), truncated: picked.length > limit };
+    }
+    if (policy.days === 0) {
+      this._retention.clear(policy.project);
+      return { policy: undefined, wouldDelete: [], truncated: false };
+    }
+    this._retention.set({ ...policy, tenant, updateMs: now });
+    await this._wake(now);
+    return { policy: this._retention.get(policy.project), wouldDelete: [], truncated: false };
+  }
+
+  getRetention(project: string): { policy: RetentionPolicyRow | undefined; lastSweepMs: number; sweeps: number } {
+    const last = this._retention.lastSweep();
+    return { policy: this._retention.get(project), lastSweepMs: last.lastMs, sweeps: last.runs };
+  }
+
+  /**
+   * The object's one alarm serves two jobs: it retries the blob deletions a failure (or an
+   * eviction) left queued, then runs one retention batch, back soon when the batch was full, else
+   * at the next sweep while any policy exists. Each job asks for its next wake through `_wake`,
+   * which keeps the earliest; a wake with nothing due costs one cheap check each.
+   */
+  async alarm(): Promise<void> {
+    await this._blobs.collect();
+    if (this._retention.all().length === 0) return;
+    const settings = retentionSettings(this.env);
+    const r: SweepResult = await sweepRetention({
+      store: this._retention,
+      nowMs: Date.now(),
+      settings,
+      remove: (tenant, uid) => this._remove(tenant, uid),
+    });
+    // Counts only: uids and projects are tenant data, not log material.
+    console.log(JSON.stringify({ level: "info", msg: "retention sweep", deleted: r.deleted.length, refused: r.refused.length, more: r.more }));
+    if (r.more) await this._wake(Date.now() + settings.batchPauseMs);
+    else if (this._retention.all().length > 0) await this._wake(Date.now() + settings.sweepMs);
+  }
+
+  /** Arms the alarm for `atMs` unless it is already due sooner. */
+  private async _wake(atMs: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > atMs) await this.ctx.storage.setAlarm(atMs);
+  }
+
+  private async _remove(tenant: string, uid: string): Promise<RemoveResult> {
+    const r = await sessionStub(this.env, tenant, uid).delete(tenant);
+    if (r.ok) return "deleted";
+    return r.reason === "session_not_found" ? "gone" : "refused";
   }
 }

@@ -28,7 +28,11 @@ export interface HarnessStart {
   executionId: string;
   /** Opaque per-execution config, byte-exact (journaled in EXECUTION_START; never a secret channel). */
   config: Uint8Array;
-  /** Every event of the journal before this execution's EXECUTION_START. */
+  /**
+   * The journal before this execution's EXECUTION_START: every event, or, once the session has a
+   * compaction point, that point (the summary's OUTPUT and its LIFECYCLE(BASELINE) marker) and the
+   * events after the seq it covers. `compactionOf(history)` (runtimes/compaction.ts) reads it.
+   */
   history: Event[];
   /** This execution's inputs. */
   inputs: Message[];
@@ -70,4 +74,13 @@ export interface EventSink {
   /** Reports a tool the harness ran itself (IN_HARNESS_REPORTED). */
   report(result: ToolResult): Promise<void>;
   usage(usage: Usage): Promise<void>;
+  /**
+   * Bounded history (docs/history.md): a host-mediated model call whose answer summarizes this
+   * execution's whole history. It is journaled like `model` (MODEL_CALL, then OUTPUT), and with the
+   * OUTPUT the host commits a compaction marker covering every record before this execution. From
+   * the next execution on, the history handed over starts there: the summary, then only later
+   * records. Refused (the turn fails) when the history is empty. Replay and recovery serve it from
+   * the journal, like any model call. Absent on sinks of hosts that do not support it.
+   */
+  compact?(req: ModelRequest): Promise<ModelResponse>;
 }

@@ -1,6 +1,6 @@
 /**
  * The TypeScript client SDK: a typed wrapper over the generated Connect clients of the Sessions API
- * and of our Audit extension (proto/agentsessions/edge/v1/audit.proto), sharing one transport.
+ * and of our Audit and Retention extensions (proto/agentsessions/edge/v1/), sharing one transport.
  *
  * Runs on Node 20+ and in Workers (it only needs `fetch`). Failures are `ConnectError`s with the
  * server's code and message; `describeError` turns one into a line a person can act on.
@@ -14,6 +14,7 @@ import { Sessions, type ApproveResponse, type Delta, type Session } from "../pro
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
 import { BlobMismatchError, blobRefsOf, parseSha256, resolveEvent, type BlobReference } from "../proto/blob-ref.js";
+import { Retention, type RetentionStatus, type SetRetentionResponse } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -121,6 +122,8 @@ export class SessionsClient {
   readonly rawAudit: Client<typeof Audit>;
   /** The Blobs service (our extension: docs/blobs.md), on the same transport. @experimental */
   readonly rawBlobs: Client<typeof Blobs>;
+  /** The Retention service (our extension, not the contract; docs/retention.md). @experimental */
+  readonly rawRetention: Client<typeof Retention>;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -143,6 +146,7 @@ export class SessionsClient {
     this.raw = createClient(Sessions, transport);
     this.rawAudit = createClient(Audit, transport);
     this.rawBlobs = createClient(Blobs, transport);
+    this.rawRetention = createClient(Retention, transport);
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
@@ -245,6 +249,21 @@ export class SessionsClient {
    */
   verify(uid: string, o: VerifyOptions = {}): Promise<VerifyResponse> {
     return this.rawAudit.verify({ session: uid, replay: o.replay ?? false }, { signal: o.signal });
+  }
+
+  /**
+   * Retention.SetRetention: a project's policy (sessions idle longer than `days` are deleted by the
+   * tenant Directory's alarm, except the `keepLatest` most recently active). `days: 0` clears it;
+   * `dryRun` stores nothing and lists what the policy would delete now. Needs the admin role.
+   * @experimental Retention is this host's extension, not part of agentsessions.v1.
+   */
+  setRetention(o: { project: string; days: number; keepLatest?: number; dryRun?: boolean }): Promise<SetRetentionResponse> {
+    return this.rawRetention.setRetention({ policy: { project: o.project, days: o.days, keepLatest: o.keepLatest ?? 0 }, dryRun: o.dryRun ?? false });
+  }
+
+  /** Retention.GetRetention: a project's policy, how many sessions it deleted, when the alarm last swept. @experimental */
+  getRetention(project: string): Promise<RetentionStatus> {
+    return this.rawRetention.getRetention({ project });
   }
 
   /**

@@ -23,6 +23,7 @@ export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "
 export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
 export { textOf, userText, assistantText, eventKindName } from "../proto/messages.js";
 export type { Harness, HarnessStart, EventSink, ModelRequest, ModelResponse } from "../runtimes/harness-spi.js";
+export { compactionOf, type CompactionPoint } from "../runtimes/compaction.js";
 export * from "../proto/gen/agentsessions/v1/common_pb.js";
 export * from "../proto/gen/agentsessions/v1/session_pb.js";
 export * from "../proto/gen/agentsessions/v1/harness_pb.js";
@@ -40,3 +41,4 @@ export {
   type BlobReference,
   type BlobLocator,
 } from "../proto/blob-ref.js";
+export * from "../proto/gen/agentsessions/edge/v1/retention_pb.js";

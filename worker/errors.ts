@@ -40,6 +40,7 @@ export function codeFor(reason: FailureReason): Code {
     case "approval_blocked":
     case "invalid_decision":
     case "missing_executor":
+    case "compaction_refused":
     case "inherited_intent":
     // "registered harness override", "retired harness"
     case "harness_pinned":

@@ -34,6 +34,14 @@ export class ModelProviderError extends Error {
   }
 }
 
+/** A harness asked for a compaction the host cannot write (docs/history.md); the turn fails FAILED_PRECONDITION. */
+export class CompactionRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CompactionRefusedError";
+  }
+}
+
 /** The turn's deadline passed or it was canceled. */
 export class TurnInterruptedError extends Error {
   constructor(
@@ -169,6 +177,7 @@ export function classifyTurnError(e: unknown): TurnError {
   }
   if (e instanceof ReplayDivergedError) return { code: Code.FailedPrecondition, reason: "replay_diverged", message };
   if (e instanceof MissingToolExecutorError) return { code: Code.FailedPrecondition, reason: "missing_executor", message };
+  if (e instanceof CompactionRefusedError) return { code: Code.FailedPrecondition, reason: "compaction_refused", message };
   // docs/behaviour.md §4.12 note: a refused call inside a turn (ToolCallRefusedError) fails the turn
   // INTERNAL, with nothing recorded for the call; so does anything else a harness or model throws.
   return { code: Code.Internal, reason: "turn_failed", message };

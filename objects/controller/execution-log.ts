@@ -18,6 +18,7 @@ import {
   type ExecutionStart,
   type Message,
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { boundHistory, compactedThrough, isSummary } from "../../runtimes/compaction.js";
 
 export interface LoggedEvent {
   seq: bigint;
@@ -56,6 +57,7 @@ export type ParsedLog =
   | { ok: false; seq: bigint; detail: string };
 
 const EFFECT_KINDS = new Set<EventKind>([
+  EventKind.EVENT_LIFECYCLE, // a compaction marker only: other LIFECYCLE records are session-scoped
   EventKind.EVENT_MODEL_CALL,
   EventKind.EVENT_OUTPUT,
   EventKind.EVENT_TOOL_CALL,
@@ -85,11 +87,15 @@ export class ExecutionLog {
   private _bad: { seq: bigint; detail: string } | undefined;
   private _index = 0;
   private _lastForkSeq = 0n;
+  private _prev: Event | undefined;
 
   push(seq: bigint, event: Event): void {
     const i = this._index++;
+    const prev = this._prev;
+    this._prev = event;
     if (this._bad) return;
-    if (event.kind === EventKind.EVENT_LIFECYCLE) {
+    // A compaction marker belongs to its execution (docs/history.md): an effect replay serves.
+    if (event.kind === EventKind.EVENT_LIFECYCLE && compactedThrough(event) === undefined) {
       if (event.body.case === "lifecycle" && event.body.value.kind === Lifecycle_Kind.LIFECYCLE_FORK) this._lastForkSeq = seq;
       return;
     }
@@ -129,7 +135,7 @@ export class ExecutionLog {
       default: {
         if (!EFFECT_KINDS.has(event.kind)) return bad(`record ${seq} has an unexpected kind ${event.kind}`);
         if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
-        const misplaced = stepGate(this._gates, ex.id, seq, event);
+        const misplaced = stepGate(this._gates, ex.id, seq, event) ?? misplacedCompaction(ex, seq, event, prev);
         if (misplaced) return bad(misplaced);
         ex.effects.push({ seq, event });
       }
@@ -208,6 +214,15 @@ function stepGate(gates: Map<string, OpenGate>, executionId: string, seq: bigint
   }
 }
 
+/** A compaction marker right after its summary, covering only records before its execution (docs/history.md). */
+function misplacedCompaction(ex: Execution, seq: bigint, event: Event, prev: Event | undefined): string | undefined {
+  const through = compactedThrough(event);
+  if (through === undefined) return undefined;
+  if (!prev || !isSummary(prev, event)) return `the compaction marker at ${seq} does not follow its summary OUTPUT`;
+  if (through >= ex.firstSeq) return `the compaction marker at ${seq} covers seq ${through}, which is not before its execution (${ex.firstSeq})`;
+  return undefined;
+}
+
 export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail: string };
 
 /**
@@ -236,7 +251,13 @@ export function latestExecution(parsed: Extract<ParsedLog, { ok: true }>): Execu
   return parsed.executions[parsed.executions.length - 1];
 }
 
-/** Everything before the execution's first record (its Start.history). */
+/**
+ * The execution's Start.history: everything before its first record, from the latest compaction
+ * point on (runtimes/compaction.ts), so live, recovered and replayed runs see the same events.
+ */
 export function historyOf(parsed: Extract<ParsedLog, { ok: true }>, ex: Execution): Event[] {
-  return parsed.events.slice(0, ex.firstIndex).map((e) => e.event);
+  return boundHistory(
+    parsed.events.slice(0, ex.firstIndex).map((e) => e.event),
+    ex.firstIndex,
+  );
 }

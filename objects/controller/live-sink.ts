@@ -21,8 +21,10 @@ import { modelInputHash } from "../../proto/canon.js";
 import { mintModelCallId } from "../../proto/ids.js";
 import { assistantText } from "../../proto/messages.js";
 import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
+import { compactionMarker } from "../../runtimes/compaction.js";
 import {
   ApprovalParkedError,
+  CompactionRefusedError,
   MissingToolExecutorError,
   ModelProviderError,
   ReplayDivergedError,
@@ -50,6 +52,11 @@ export interface LiveSinkOptions {
    * a host-run model's MODEL_CALL and answer, are staged for the turn's next commit.
    */
   sinkOnly?: boolean;
+  /**
+   * The seq of the last record before this execution's EXECUTION_START: what a compaction covers
+   * through (docs/history.md). Unset: the sink refuses compactions.
+   */
+  historyThrough?: bigint;
 }
 
 export class LiveSink implements EventSink {
@@ -91,25 +98,51 @@ export class LiveSink implements EventSink {
   }
 
   model(req: ModelRequest): Promise<ModelResponse> {
+    return this._serial(() => this._modelCall(req));
+  }
+
+  /**
+   * A compaction (EventSink.compact): the model call as `model` makes it, and its answer committed
+   * together with the marker, so no journal holds a summary without its marker or the reverse.
+   */
+  compact(req: ModelRequest): Promise<ModelResponse> {
     return this._serial(async () => {
-      const model = this._o.models.resolve(req.model);
-      // A model no provider serves is a configuration problem, not a provider failure: nothing is recorded.
-      if (model === "") {
-        throw new ModelProviderError("no model named: the harness asked for the default, and neither the session's model nor MODEL_DEFAULT is set");
+      this._check();
+      const through = this._o.historyThrough;
+      if (through === undefined || through < 1n) {
+        throw this.latch(new CompactionRefusedError("nothing to compact: this execution's history is empty (compact once the session has earlier turns)"));
       }
-      if (!this._o.models.serves(model)) {
-        throw new ModelProviderError(`no model provider serves model "${model}" on this host (configure MODEL_BASE_URL)`);
-      }
-      const call = wireModelCall(req);
-      const inputHash = this._o.inputHash ? this._o.inputHash.hash(call) : modelInputHash(call);
-      // Committed before the call leaves the host; a host-run model's call leaves nothing.
-      await this._record(
-        EventKind.EVENT_MODEL_CALL,
-        { case: "model", value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }) },
-        this._staysInHost(model),
-      );
-      return this._invokeAndRecord({ ...req, model });
+      return this._modelCall(req, through);
     });
+  }
+
+  /** A compaction's answer on a MODEL_CALL recorded before a crash (see answerRecordedCall). */
+  answerRecordedCompaction(req: ModelRequest, recorded: ModelCall): Promise<ModelResponse> {
+    this._check();
+    const through = this._o.historyThrough;
+    if (through === undefined || through < 1n)
+      return Promise.reject(this.latch(new CompactionRefusedError("nothing to compact: this execution's history is empty")));
+    return this._invokeAndRecord({ ...req, model: recorded.model || this._o.models.resolve(req.model) }, through);
+  }
+
+  private async _modelCall(req: ModelRequest, compactThrough?: bigint): Promise<ModelResponse> {
+    const model = this._o.models.resolve(req.model);
+    // A model no provider serves is a configuration problem, not a provider failure: nothing is recorded.
+    if (model === "") {
+      throw new ModelProviderError("no model named: the harness asked for the default, and neither the session's model nor MODEL_DEFAULT is set");
+    }
+    if (!this._o.models.serves(model)) {
+      throw new ModelProviderError(`no model provider serves model "${model}" on this host (configure MODEL_BASE_URL)`);
+    }
+    const call = wireModelCall(req);
+    const inputHash = this._o.inputHash ? this._o.inputHash.hash(call) : modelInputHash(call);
+    // Committed before the call leaves the host; a host-run model's call leaves nothing.
+    await this._record(
+      EventKind.EVENT_MODEL_CALL,
+      { case: "model", value: create(ModelCallSchema, { model, params: req.params ?? {}, inputHash, id: mintModelCallId() }) },
+      this._staysInHost(model),
+    );
+    return this._invokeAndRecord({ ...req, model }, compactThrough);
   }
 
   /**
@@ -122,7 +155,7 @@ export class LiveSink implements EventSink {
     return this._invokeAndRecord({ ...req, model: recorded.model || this._o.models.resolve(req.model) });
   }
 
-  private async _invokeAndRecord(req: ModelRequest): Promise<ModelResponse> {
+  private async _invokeAndRecord(req: ModelRequest, compactThrough?: bigint): Promise<ModelResponse> {
     const onDelta = this._o.onDelta;
     let streamed = false;
     const res = await this._o.models.invoke(req, {
@@ -137,6 +170,14 @@ export class LiveSink implements EventSink {
     this._check();
     // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
     if (onDelta && streamed) onDelta("", true);
+    if (compactThrough !== undefined) {
+      // The summary and its marker commit in one transaction (docs/history.md "Recovery").
+      const output = create(EventSchema, { executionId: this._o.executionId, kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: res.message } });
+      const events = await this._externalize([output, compactionMarker(this._o.executionId, compactThrough)]);
+      this._check();
+      this._append(events);
+      return res;
+    }
     // A provider's answer cost a call: it is committed at once. A host-run model's can wait.
     await this._record(EventKind.EVENT_OUTPUT, { case: "message", value: res.message }, this._staysInHost(req.model));
     return res;

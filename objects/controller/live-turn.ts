@@ -10,6 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { EventKind, EventSchema, type Event, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { endEvent, errorEvent, inputEvent, Lifecycle_Kind, lifecycleEvent } from "./events.js";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { boundHistory } from "../../runtimes/compaction.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
 import { AppendRefusedError, ApprovalParkedError, classifyTurnError, TurnInterruptedError, type AppendRefusal, type TurnError } from "./errors.js";
 import { createHarnessStart } from "./harness-start.js";
@@ -90,6 +91,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     onDelta: deps.onDelta,
     inputHash: deps.inputHash,
     sinkOnly: plan.harness.sinkOnly === true,
+    historyThrough: plan.memoryRestored ? undefined : before.seq,
     tools: deps.tools && {
       ...deps.tools,
       approvalsAllowed: deps.tools.approvalsAllowed && plan.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT,
@@ -102,8 +104,13 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     inputs: plan.inputs,
     resumeFromSeq: plan.resumeFromSeq,
     signal: plan.signal,
-    // (to = 0 would mean "head", which by now includes this turn's own records.)
-    history: () => resolved ?? (before.seq === 0n || plan.memoryRestored ? [] : deps.log.events(1n, before.seq)),
+    // (to = 0 would mean "head", which by now includes this turn's own records.) From the latest
+    // compaction point on (docs/history.md), as replay and recovery hand it.
+    history: () => {
+      if (before.seq === 0n || plan.memoryRestored) return [];
+      if (resolved) return boundHistory(resolved);
+      return deps.log.history?.(before.seq) ?? boundHistory(deps.log.events(1n, before.seq));
+    },
   });
   const error = preferPark(await runHarness(() => plan.harness.run(start, sink), plan.signal), sink.latched);
   sink.seal();

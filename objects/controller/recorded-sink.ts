@@ -22,6 +22,7 @@ import {
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { modelInputHash } from "../../proto/canon.js";
 import { textOf } from "../../proto/messages.js";
+import { compactedThrough } from "../../runtimes/compaction.js";
 import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
 import { ApprovalParkedError, ModelProviderError, ReplayDivergedError, SinkClosedError, ToolCallRefusedError, ToolExecutionError } from "./errors.js";
 import { toolCallIdentity, toolCallRefusal } from "./tool-args.js";
@@ -68,29 +69,41 @@ export class RecordedSink implements EventSink {
   }
 
   model(req: ModelRequest): Promise<ModelResponse> {
-    return this._serial(async () => {
-      const rec = this._peek();
-      if (!rec) return this._live().model(req);
-      const call = this._expect(rec, EventKind.EVENT_MODEL_CALL, "a model call");
-      const recorded = call.body.case === "model" ? call.body.value : undefined;
-      const wire = wireModelCall(req);
-      const hash = this._o.inputHash ? this._o.inputHash.hash(wire) : modelInputHash(wire);
-      if (!recorded || recorded.inputHash !== hash) {
-        throw this._diverge(rec.seq, "model input hash mismatch: the harness sent a different model request than it did live (I0)");
-      }
+    return this._serial(() => this._model(req, false));
+  }
+
+  /** A compaction: the recorded model call and summary, then its marker (docs/history.md "Recovery"). */
+  compact(req: ModelRequest): Promise<ModelResponse> {
+    return this._serial(() => this._model(req, true));
+  }
+
+  private async _model(req: ModelRequest, compaction: boolean): Promise<ModelResponse> {
+    const rec = this._peek();
+    if (!rec) return compaction ? this._live().compact(req) : this._live().model(req);
+    const call = this._expect(rec, EventKind.EVENT_MODEL_CALL, "a model call");
+    const recorded = call.body.case === "model" ? call.body.value : undefined;
+    const wire = wireModelCall(req);
+    const hash = this._o.inputHash ? this._o.inputHash.hash(wire) : modelInputHash(wire);
+    if (!recorded || recorded.inputHash !== hash) {
+      throw this._diverge(rec.seq, "model input hash mismatch: the harness sent a different model request than it did live (I0)");
+    }
+    this._at++;
+    const answer = this._peek();
+    if (answer?.event.kind === EventKind.EVENT_OUTPUT && answer.event.body.case === "message") {
       this._at++;
-      const answer = this._peek();
-      if (answer?.event.kind === EventKind.EVENT_OUTPUT && answer.event.body.case === "message") {
-        this._at++;
-        return { message: answer.event.body.value };
-      }
-      if (!answer && this._o.live) {
-        // A cut: the call was recorded but its answer was lost. Ask the provider once, now.
-        return this._o.live.answerRecordedCall(req, recorded);
-      }
-      // The call failed when it ran and the harness carried on: fail it the same way again.
-      throw new ModelProviderError(`the model call recorded at seq ${rec.seq} has no answer: it failed when it ran`);
-    });
+      const marker = this._peek();
+      const marked = marker !== undefined && compactedThrough(marker.event) !== undefined;
+      if (compaction && !marked) throw this._diverge(answer.seq, "the harness compacted where the journal records an ordinary model call");
+      if (!compaction && marked) throw this._diverge(marker.seq, "the harness made an ordinary model call where the journal records a compaction");
+      if (marked) this._at++;
+      return { message: answer.event.body.value };
+    }
+    if (!answer && this._o.live) {
+      // A cut: the call was recorded but its answer was lost. Ask the provider once, now.
+      return compaction ? this._o.live.answerRecordedCompaction(req, recorded) : this._o.live.answerRecordedCall(req, recorded);
+    }
+    // The call failed when it ran and the harness carried on: fail it the same way again.
+    throw new ModelProviderError(`the model call recorded at seq ${rec.seq} has no answer: it failed when it ran`);
   }
 
   output(text: string): Promise<void> {

@@ -98,6 +98,7 @@ export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: Resume
     signal: o.signal,
     onDelta: o.onDelta,
     inputHash: o.inputHash,
+    historyThrough: ex.firstSeq - 1n,
     tools: o.tools && { ...o.tools, approvalsAllowed: o.tools.approvalsAllowed && stateless },
   });
   const sink = new RecordedSink({ effects: ex.effects, live, inputHash: o.inputHash });

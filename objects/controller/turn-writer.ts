@@ -27,6 +27,11 @@ export interface TurnLog {
   head(): Head;
   /** Decoded events with from <= seq <= to (to = 0: head). */
   events(from: bigint, to: bigint): Event[];
+  /**
+   * The history of an execution that starts after seq `to`: bounded at the latest compaction point
+   * (runtimes/compaction.ts boundHistory over events(1, to)), without copying the journal first.
+   */
+  history?(to: bigint): Event[];
   /** Checks and encodes events without writing (Journal.prepare); without it nothing is staged. */
   prepare?(events: readonly Event[]): Prepared;
   /** Appends prepared events, as `append` appends events. */

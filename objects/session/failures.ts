@@ -31,6 +31,8 @@ function turnFailureMessage(reason: FailureReason, message: string): string {
       return `${message}; the decision is kept: configure TOOL_EXECUTOR_URL, then Resume`;
     case "replay_diverged":
       return `${message}; the harness no longer matches the journal (an ERROR was journaled)`;
+    case "compaction_refused":
+      return `${message}; nothing was recorded for the compaction (an ERROR was journaled)`;
     default:
       return `the turn failed and an ERROR record was journaled: ${message}; Resume retries it`;
   }

@@ -31,6 +31,7 @@ export type FailureReason =
   | "inherited_intent"
   | "invalid_decision"
   | "missing_executor"
+  | "compaction_refused"
   | "harness_pinned"
   | "turn_failed"
   | "internal";

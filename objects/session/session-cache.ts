@@ -12,9 +12,10 @@
  * @internal
  */
 import { fromBinary } from "@bufbuild/protobuf";
-import { type Event, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { type Event, EventKind, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
+import { boundHistory, compactedThrough, isSummary } from "../../runtimes/compaction.js";
 
 /** Stored bytes of journal kept decoded in memory at most (the isolate has 128 MB for every object). */
 export const DEFAULT_CACHE_MAX_BYTES = 16 * 1024 * 1024;
@@ -69,6 +70,40 @@ export class SessionCache {
     return loaded.list.slice(Number(lo) - 1, Number(hi));
   }
 
+  /**
+   * The history of an execution starting after seq `to` (TurnLog.history): bounded at its latest
+   * compaction point. Uncached, it reads back from `to` only as far as that point, so a journal
+   * too large to keep costs each turn the records since its latest compaction, not all of them.
+   */
+  history(to: bigint): Event[] {
+    const loaded = this._load();
+    if (loaded) {
+      const end = to < BigInt(loaded.list.length) ? Number(to) : loaded.list.length;
+      return boundHistory(loaded.list, end);
+    }
+    const journal = this._journal();
+    const tail: LoggedEvent[] = [];
+    for (let hi = to; hi >= 1n; ) {
+      const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
+      const page = readRange(journal, lo, hi);
+      tail.unshift(...page);
+      // The page just read is tail[0 .. page.length - 1]; tail[page.length] was the previous page's
+      // first record, skipped then for want of the record before it.
+      for (let at = Math.min(page.length, tail.length - 1); at >= 1; at--) {
+        const n = compactedThrough(tail[at]!.event);
+        if (n === undefined || !isSummary(tail[at - 1]!.event, tail[at]!.event)) continue;
+        if (n >= tail[at - 1]!.seq) continue;
+        // Read back to N + 1 if the tail does not reach it yet, then bound it as boundHistory does.
+        if (tail[0]!.seq > n + 1n) tail.unshift(...readRange(journal, n + 1n, tail[0]!.seq - 1n));
+        const summary = tail.find((e) => e.seq === tail[at]!.seq - 1n)!;
+        const marker = tail.find((e) => e.seq === summary.seq + 1n)!;
+        return [summary.event, marker.event, ...tail.filter((e) => e.seq > n && e !== summary && e !== marker).map((e) => e.event)];
+      }
+      hi = lo - 1n;
+    }
+    return tail.map((e) => e.event);
+  }
+
   /** The journal's parse into executions (what parseExecutions gives for events()). */
   parsed(): ParsedLog {
     const loaded = this._load();
@@ -81,7 +116,7 @@ export class SessionCache {
   latestOpen(): boolean {
     const loaded = this._load();
     if (loaded) return loaded.log.latestOpen();
-    return readAll(this._journal()).log.latestOpen();
+    return latestOpenFromEnd(this._journal());
   }
 
   /** Records the session just appended (in seq order, right after the cached head). */
@@ -145,6 +180,26 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
     if (bytes > stopAbove || page.length < PAGE) return { events, list, log, bytes, contiguous };
     at = page[page.length - 1]!.seq + 1n;
   }
+}
+
+/**
+ * latestOpen for a journal too large to keep: reads back from the head to the latest
+ * EXECUTION_START only, and says whether an END of that execution follows it. (A malformed journal,
+ * which the full parse calls not open, is judged by the operation that then parses it.)
+ */
+function latestOpenFromEnd(journal: Journal): boolean {
+  const ended = new Set<string>();
+  for (let hi = journal.head().seq; hi >= 1n; ) {
+    const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
+    const page = readRange(journal, lo, hi);
+    for (let i = page.length - 1; i >= 0; i--) {
+      const ev = page[i]!.event;
+      if (ev.kind === EventKind.EVENT_END) ended.add(ev.executionId);
+      else if (ev.kind === EventKind.EVENT_EXECUTION_START) return !ended.has(ev.executionId);
+    }
+    hi = lo - 1n;
+  }
+  return false;
 }
 
 function readRange(journal: Journal, from: bigint, to: bigint): LoggedEvent[] {

@@ -344,6 +344,7 @@ export class SessionState {
       commit: (prepared, opts) => this.commit(prepared, opts),
       head: () => this.journal.head(),
       events: (from, to) => this.cache.eventRange(from, to),
+      history: (to) => this.cache.history(to),
     };
   }
 

@@ -17,6 +17,11 @@
  * journaled as that call's receipt and a replay or recovery offers the model exactly the tools it
  * was offered live, without asking the server again. `tools` entries of the same name override
  * the listed ones (their mediation, e.g. REQUIRES_APPROVAL; their description or schema).
+ *
+ * With `max_history_tokens`, the history stays bounded (docs/history.md): when the conversation the
+ * history says is estimated above that many tokens (`estimateTokens`), the turn first asks the
+ * model for a summary of it through `sink.compact`. The host journals the summary as a compaction
+ * point, and this turn and every later one start from the summary instead of the whole history.
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
@@ -32,7 +37,8 @@ import {
   type ToolResult,
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { HarnessDescriptorSchema, Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
-import { textMessage } from "../../proto/messages.js";
+import { textMessage, textOf } from "../../proto/messages.js";
+import { compactionOf } from "../compaction.js";
 import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
 
 export interface ChatTool {
@@ -56,7 +62,16 @@ export interface ChatConfig {
   max_steps?: number;
   /** Offer the MCP server's tools too (`true`), or only those named; see the header. */
   mcp_tools?: boolean | string[];
+  /** Compact the history once its conversation is estimated above this many tokens; see the header. */
+  max_history_tokens?: number;
 }
+
+/** What the compaction call asks the model for, after the conversation it summarizes. */
+export const COMPACTION_PROMPT =
+  "Summarize the conversation so far for your own later use: the user's goals, the facts and decisions established, tool results that still matter, and what remains open. Answer with the summary only.";
+
+/** How a compaction point's summary is handed to the model in later turns. */
+export const SUMMARY_PREFIX = "Summary of the conversation before this point:\n\n";
 
 /** The recorded call that lists the MCP server's tools at the start of a turn. */
 export const MCP_TOOLS_LIST_CALL = { id: "mcp-tools-list", tool: "tools/list" } as const;
@@ -77,7 +92,7 @@ export function createChatHarness(opts: { models?: string[] } = {}): Harness {
     },
     async run(start, sink) {
       const config = await withMcpTools(start, sink, parseChatConfig(start.config));
-      const messages = conversation(start, config);
+      const messages = (await compacted(start, sink, config)) ?? conversation(start, config);
       const tools = (config.tools ?? []).map(definitionOf);
       const maxSteps = config.max_steps ?? DEFAULT_MAX_STEPS;
       for (let step = 1; ; step++) {
@@ -183,6 +198,8 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
   if (c.model !== undefined && typeof c.model !== "string") throw new Error("chat config model must be a string");
   if (c.max_steps !== undefined && !(Number.isInteger(c.max_steps) && (c.max_steps as number) >= 1))
     throw new Error("chat config max_steps must be a positive integer");
+  if (c.max_history_tokens !== undefined && !(Number.isInteger(c.max_history_tokens) && (c.max_history_tokens as number) >= 1))
+    throw new Error("chat config max_history_tokens must be a positive integer (an estimated token count)");
   if (c.mcp_tools !== undefined && typeof c.mcp_tools !== "boolean" && !(Array.isArray(c.mcp_tools) && c.mcp_tools.every((n) => typeof n === "string"))) {
     throw new Error("chat config mcp_tools must be true, false or a list of tool names");
   }
@@ -211,6 +228,64 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
     }
   }
   return c as ChatConfig;
+}
+
+/**
+ * The turn's conversation after a compaction, when `max_history_tokens` asks for one and the
+ * history's conversation is over it; undefined otherwise. The decision depends only on the history
+ * and the config, so a replay or a recovery makes the same one (and the host serves the summary).
+ */
+async function compacted(start: HarnessStart, sink: EventSink, config: ChatConfig): Promise<Message[] | undefined> {
+  const budget = config.max_history_tokens;
+  if (budget === undefined || !sink.compact || start.history.length === 0) return undefined;
+  const { messages, open } = historyConversation(start.history);
+  const past = [...messages, ...unanswered(new Map(open))];
+  if (estimateTokens(past) <= budget) return undefined;
+  const system = config.system_prompt ? [textMessage("system", config.system_prompt)] : [];
+  const res = await sink.compact({ model: config.model ?? "", messages: [...system, ...past, textMessage("user", COMPACTION_PROMPT)] });
+  return [...system, summaryMessage(res.message), ...start.inputs];
+}
+
+/** A summary as the model reads it: a system message (the same object for the same summary). */
+const summaries = new WeakMap<Message, Message>();
+
+function summaryMessage(summary: Message): Message {
+  let m = summaries.get(summary);
+  if (!m) {
+    m = textMessage("system", SUMMARY_PREFIX + textOf(summary));
+    summaries.set(summary, m);
+  }
+  return m;
+}
+
+/** Estimated tokens per character of text or JSON (about four characters a token for English). */
+const CHARS_PER_TOKEN = 4;
+const tokenCounts = new WeakMap<Message, number>();
+
+/**
+ * A cheap, deterministic token estimate of messages: their text, tool arguments and results, at
+ * four characters a token. Not a tokenizer: `max_history_tokens` is a budget, not a hard limit.
+ */
+export function estimateTokens(messages: readonly Message[]): number {
+  let total = 0;
+  for (const m of messages) {
+    let n = tokenCounts.get(m);
+    if (n === undefined) {
+      let chars = m.role.length;
+      for (const p of m.parts) {
+        const v = p.part;
+        if (v.case === "text") chars += v.value.text.length;
+        else if (v.case === "toolCall") chars += v.value.tool.length + v.value.id.length + JSON.stringify(v.value.args ?? {}).length;
+        else if (v.case === "toolResult")
+          chars += JSON.stringify(v.value.output ?? {}).length + v.value.error.length + textOf(create(MessageSchema, { parts: v.value.content })).length;
+        else chars += 16;
+      }
+      n = Math.ceil(chars / CHARS_PER_TOKEN);
+      tokenCounts.set(m, n);
+    }
+    total += n;
+  }
+  return total;
 }
 
 /** System prompt, then the prior conversation in journal order, then this turn's inputs once. */
@@ -244,8 +319,10 @@ const built = new WeakMap<Event, Built>();
 const LOOK_BACK = 4096;
 
 function historyConversation(history: readonly Event[]): { messages: readonly Message[]; open: ReadonlyMap<string, string> } {
-  let from = 0;
-  let messages: Message[] = [];
+  // A history that starts at a compaction point starts with its summary (runtimes/compaction.ts).
+  const point = compactionOf(history);
+  let from = point ? 2 : 0;
+  let messages: Message[] = point ? [summaryMessage(point.summary)] : [];
   let open = new Map<string, string>();
   for (let i = history.length - 1; i >= 0 && i >= history.length - LOOK_BACK; i--) {
     const prev = built.get(history[i]!);

@@ -25,6 +25,7 @@ import {
 } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { randomHex } from "../../proto/ids.js";
 import { textOf } from "../../proto/messages.js";
+import { isCompactionRequest } from "../compaction.js";
 import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
 import type { Delivery, StreamInbox } from "./inbox.js";
 
@@ -104,13 +105,14 @@ async function runStream(o: Parameters<typeof createTunnelHarness>[0], start: Ha
       case: "start",
       value: create(StartSchema, { config: start.config, history: start.history, inputs: start.inputs, resumeFromSeq: start.resumeFromSeq }),
     });
+    const state = { compacting: false };
     for (;;) {
       const d = await inbox.next(start.signal);
       if ("closed" in d) {
         open = false;
         throw new TunnelHarnessError(`harness ${o.name} ${d.closed}`);
       }
-      const done = await handle(o, d.event, start, sink, send, park);
+      const done = await handle(o, d.event, start, sink, send, park, state);
       if (done) {
         open = false;
         return;
@@ -140,16 +142,30 @@ async function handle(
   sink: EventSink,
   send: (f: ControllerFrame["frame"]) => Promise<void>,
   park: (ref: ParkRef) => Promise<void>,
+  state: { compacting: boolean },
 ): Promise<boolean> {
   if (ev.executionId !== start.executionId) {
     throw new TunnelHarnessError(`harness ${o.name} sent an event for execution ${JSON.stringify(ev.executionId)} on a stream of ${start.executionId}`);
   }
   const body = ev.body;
+  if (state.compacting && ev.kind !== EventKind.EVENT_MODEL_CALL) {
+    throw new TunnelHarnessError(
+      `harness ${o.name} asked for a compaction and then sent ${EventKind[ev.kind]}: the summary's MODEL_CALL must come next (docs/tunnel.md)`,
+    );
+  }
+  if (isCompactionRequest(ev)) {
+    if (!sink.compact) throw new TunnelHarnessError("this host cannot compact this execution's history");
+    state.compacting = true;
+    return false;
+  }
   switch (ev.kind) {
     case EventKind.EVENT_MODEL_CALL: {
       if (body.case !== "model") throw new TunnelHarnessError("a MODEL_CALL event without a model call");
       const m = body.value;
-      const res = await sink.model({ model: m.model, params: m.params, messages: m.messages, tools: m.tools, toolChoice: m.toolChoice });
+      const req = { model: m.model, params: m.params, messages: m.messages, tools: m.tools, toolChoice: m.toolChoice };
+      const compact = state.compacting && sink.compact;
+      state.compacting = false;
+      const res = await (compact ? compact.call(sink, req) : sink.model(req));
       await send({ case: "model", value: create(ModelResultSchema, { message: res.message, usage: res.usage, modelCallId: m.id }) });
       return false;
     }

@@ -15,4 +15,5 @@ export { ApprovalParkedError, isApprovalParkedError } from "./errors.js";
 export { tunnelUrlFromBase, isHarnessName, TUNNEL_PATH, TUNNEL_SUBPROTOCOL } from "./tunnel-url.js";
 export { SDK_AGENT, SDK_VERSION } from "./version.js";
 export type { BackoffOptions } from "./backoff.js";
+export { compactionOf, type CompactionPoint } from "../../runtimes/compaction.js";
 export type { EventSink, Harness, HarnessStart, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";

@@ -5,33 +5,44 @@
  * @internal Used by stream.ts.
  */
 import { create } from "@bufbuild/protobuf";
-import { EventKind, MessageSchema, ModelCallSchema, type ToolResult } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, Lifecycle_Kind, LifecycleSchema, MessageSchema, ModelCallSchema, type ToolResult } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { ModelResult } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { randomHex } from "../../proto/ids.js";
 import { assistantText } from "../../proto/messages.js";
-import type { EventSink } from "../../runtimes/harness-spi.js";
+import { COMPACTION_REQUEST_DETAIL } from "../../runtimes/compaction.js";
+import type { EventSink, ModelRequest, ModelResponse } from "../../runtimes/harness-spi.js";
 import type { TunnelStream } from "./stream.js";
 
 export function createRemoteSink(stream: TunnelStream): EventSink {
+  const model = async (req: ModelRequest): Promise<ModelResponse> => {
+    // A fresh correlation id per call; the host journals its own id and echoes ours back.
+    const id = randomHex(8);
+    const call = create(ModelCallSchema, {
+      model: req.model,
+      params: req.params ?? {},
+      id,
+      messages: req.messages,
+      tools: req.tools ?? [],
+      toolChoice: req.toolChoice,
+    });
+    const r = await stream.request<ModelResult>(EventKind.EVENT_MODEL_CALL, { case: "model", value: call }, (resolve, reject) => ({
+      kind: "model",
+      id,
+      resolve,
+      reject,
+    }));
+    return { message: r.message ?? create(MessageSchema, { role: "assistant" }), usage: r.usage };
+  };
   return {
-    async model(req) {
-      // A fresh correlation id per call; the host journals its own id and echoes ours back.
-      const id = randomHex(8);
-      const call = create(ModelCallSchema, {
-        model: req.model,
-        params: req.params ?? {},
-        id,
-        messages: req.messages,
-        tools: req.tools ?? [],
-        toolChoice: req.toolChoice,
+    model,
+    // A compaction over the tunnel (docs/tunnel.md "Compaction"): LIFECYCLE(BASELINE) "compaction",
+    // then the summary's MODEL_CALL; the host journals the answer as the compaction point.
+    async compact(req) {
+      await stream.emit(EventKind.EVENT_LIFECYCLE, {
+        case: "lifecycle",
+        value: create(LifecycleSchema, { kind: Lifecycle_Kind.LIFECYCLE_BASELINE, detail: COMPACTION_REQUEST_DETAIL }),
       });
-      const r = await stream.request<ModelResult>(EventKind.EVENT_MODEL_CALL, { case: "model", value: call }, (resolve, reject) => ({
-        kind: "model",
-        id,
-        resolve,
-        reject,
-      }));
-      return { message: r.message ?? create(MessageSchema, { role: "assistant" }), usage: r.usage };
+      return model(req);
     },
     output(text) {
       return stream.emit(EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(text) });

@@ -26,6 +26,8 @@ const ROLE_OF: Record<string, Role> = {
   "agentsessions.edge.v1.EdgeRegistry/GetHarness": "read",
   "agentsessions.edge.v1.Audit/Verify": "read",
   "agentsessions.edge.v1.Blobs/GetBlob": "read",
+  "agentsessions.edge.v1.Retention/GetRetention": "read",
+  "agentsessions.edge.v1.Retention/SetRetention": "admin",
 };
 
 export function roleFor(service: string, method: string): Role {

@@ -13,6 +13,7 @@ import { SessionCache } from "../../../objects/session/session-cache.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
+import { compactionMarker, compactionOf } from "../../../runtimes/compaction.js";
 
 function rng(seed: number) {
   let a = seed >>> 0;
@@ -176,5 +177,34 @@ describe("the session's in-memory journal", () => {
     expect(small.events()).toEqual(stored);
     expect(small.parsed()).toEqual(parseExecutions(stored));
     expect(small.range(2n, 4n)).toEqual(stored.slice(1, 4));
+  });
+
+  it("cache: over its byte budget, history and latestOpen read back only as far as they need and say what the kept cache says", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    // Turns of five records; every seventh compacts everything before it (summary OUTPUT, then its marker).
+    let head = 0n;
+    for (let i = 0; i < 260; i++) {
+      const id = `e${i}`;
+      const start = head + 1n;
+      const events = [
+        ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n } }),
+        ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText(`in ${i}`) }),
+      ];
+      if (i % 7 === 6) events.push(ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText(`summary ${i}`) }), compactionMarker(id, start - 1n));
+      events.push(ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText(`out ${i}`) }));
+      if (i < 259) events.push(ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }));
+      inject(fx.host, events);
+      head += BigInt(events.length);
+    }
+    const kept = new SessionCache(() => s.journal);
+    const small = new SessionCache(() => s.journal, 200);
+    for (const to of [1n, 7n, 33n, 40n, 41n, 42n, 511n, 512n, 513n, 700n, 1024n, head - 1n, head]) expect(small.history(to)).toEqual(kept.history(to));
+    expect(compactionOf(small.history(head))).toBeDefined();
+    expect(small.latestOpen()).toBe(true);
+    expect(kept.latestOpen()).toBe(true);
+    inject(fx.host, [ev("e259", EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } })]);
+    expect(new SessionCache(() => s.journal, 200).latestOpen()).toBe(false);
   });
 });
