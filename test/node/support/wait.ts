@@ -6,7 +6,7 @@
  */
 
 export interface WaitOptions {
-  /** Give up after this many milliseconds (default 60 s). */
+  /** Give up after this many milliseconds (default 45 s: under the 60 s test timeout, so this message is the one reported). */
   timeoutMs?: number;
   /** Time between checks (default 50 ms). */
   intervalMs?: number;
@@ -17,7 +17,7 @@ export interface WaitOptions {
  * (with the last error the check threw, if any).
  */
 export async function waitFor<T>(what: string, check: () => T | Promise<T>, opts: WaitOptions = {}): Promise<NonNullable<T>> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  const deadline = Date.now() + (opts.timeoutMs ?? 45_000);
   let last: unknown;
   for (;;) {
     try {
