@@ -9,21 +9,21 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 import { startFakeExecutor, type FakeExecutor } from "../support/fake-executor.js";
+import { type Host, startHost } from "../support/host.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
 
 let executor: FakeExecutor;
-let server: DevServer;
-let bare: DevServer;
+let server: Host;
+let bare: Host;
 let dir = "";
 let config = "";
 
 beforeAll(async () => {
   executor = await startFakeExecutor();
   [server, bare] = await Promise.all([
-    startDevServer({ vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url } }),
-    startDevServer({ vars: { TEST_HARNESSES: "1" } }),
+    startHost({ vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url } }),
+    startHost({ vars: { TEST_HARNESSES: "1" } }),
   ]);
   dir = mkdtempSync(join(tmpdir(), "agentctl-approvals-"));
   config = join(dir, "pay.json");
@@ -31,9 +31,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([server?.dispose(), bare?.dispose()]);
+  await Promise.all([server?.stop(), bare?.stop()]);
   // The restarted bare server was handed its storage, so it does not own it.
-  if (bare) rmSync(bare.persistDir, { recursive: true, force: true });
+  if (bare) rmSync(bare.server.persistDir, { recursive: true, force: true });
   await executor?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -50,19 +50,19 @@ function parkedPrefix(uid: string): string[] {
 }
 
 /** A new session whose first turn parked on the gated `pay` call (APPROVAL_REQUEST at seq 4). */
-async function parked(on: DevServer = server): Promise<string> {
+async function parked(on: Host = server): Promise<string> {
   const r = await agentctl(["--server", on.url, "exec", "--harness", "tools", "--config-file", config, "--input", "pay"]);
   expect(r.code, r.stderr).toBe(0);
   return sessionOf(r);
 }
 
-async function pending(on: DevServer, uid: string): Promise<{ executionId: string; toolCallId: string; requestSeq: string } | undefined> {
+async function pending(on: Host, uid: string): Promise<{ executionId: string; toolCallId: string; requestSeq: string } | undefined> {
   const r = await agentctl(["--server", on.url, "--json", "get", uid]);
   expect(r.code, r.stderr).toBe(0);
   return (JSON.parse(r.stdout) as { pendingApproval?: { executionId: string; toolCallId: string; requestSeq: string } }).pendingApproval;
 }
 
-async function replay(on: DevServer, uid: string): Promise<string[]> {
+async function replay(on: Host, uid: string): Promise<string[]> {
   const r = await agentctl(["--server", on.url, "replay", uid]);
   expect(r.code, r.stderr).toBe(0);
   return r.lines;
@@ -222,8 +222,8 @@ describe("agentctl approve without a tool executor", () => {
     expect(again.stderr).toContain(`agentctl resume ${uid}`);
 
     // What the hint promises: with an executor configured, a plain resume finishes the turn once.
-    await bare.stop();
-    bare = await startDevServer({ persistDir: bare.persistDir, port: bare.port, vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url } });
+    await bare.server.stop();
+    bare = await startHost({ persistDir: bare.server.persistDir, port: bare.server.port, vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url } });
     const resume = await agentctl(["--server", bare.url, "resume", uid]);
     expect(resume.code, resume.stderr).toBe(0);
     expect((await replay(bare, uid)).slice(-4).map((l) => l.replace(/^seq=\d+ {2}/, ""))).toEqual([

@@ -7,12 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../../cli/main.js";
-import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../support/fake-openai.js";
+import { type Host, startHost } from "../support/host.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
 
 let fake: FakeOpenAi;
-let server: DevServer;
+let server: Host;
 let S: string[];
 let uid = "";
 
@@ -20,12 +20,12 @@ beforeAll(async () => {
   fake = await startFakeOpenAi();
   // Without MODEL_DEFAULT (or a session model) the host resolves chat's "" model to the built-in
   // echo model even though a provider is configured, so the stand-in would never be asked.
-  server = await startDevServer({ vars: { MODEL_BASE_URL: fake.url, MODEL_DEFAULT: "stand-in-1" } });
+  server = await startHost({ vars: { MODEL_BASE_URL: fake.url, MODEL_DEFAULT: "stand-in-1" } });
   S = ["--server", server.url];
 });
 
 afterAll(async () => {
-  await server?.dispose();
+  await server?.stop();
   await fake?.close();
 });
 

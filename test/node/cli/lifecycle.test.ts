@@ -1,14 +1,15 @@
 /**
- * agentctl fork, suspend, resume, cancel and delete (BEHAVIOUR.md §4.7-4.9, §7.5) as a person
- * runs them, against the shared `wrangler dev` (echo harness: five records per turn). Cancel of a
- * running turn needs the test-only `hold` harness, so that block starts its own server.
+ * agentctl fork, suspend, resume, cancel and delete (BEHAVIOUR.md §4.7-4.9, §7.5), run in
+ * process against the shared `wrangler dev` (echo harness: five records per turn). Cancel of a
+ * running turn needs the test-only `hold` harness, so that block starts its own host.
  */
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { sleep, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { type Host, startHost } from "../support/host.js";
+import { waitFor } from "../support/wait.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
 
 const server = inject("serverUrl");
@@ -214,7 +215,7 @@ describe("agentctl delete", () => {
 
 /** A running turn: the `hold` harness waits on a GET that this server never answers. */
 describe("agentctl cancel of a running turn", () => {
-  let host: DevServer;
+  let host: Host;
   let gate: Server;
   let held = 0;
   let dir: string;
@@ -227,11 +228,11 @@ describe("agentctl cancel of a running turn", () => {
     dir = mkdtempSync(join(tmpdir(), "agentctl-cancel-"));
     configFile = join(dir, "hold.json");
     writeFileSync(configFile, JSON.stringify({ hold_url: `http://127.0.0.1:${port}/hold` }));
-    host = await startDevServer({ vars: { TEST_HARNESSES: "1" } });
+    host = await startHost({ vars: { TEST_HARNESSES: "1" } });
   });
 
   afterAll(async () => {
-    await host?.dispose();
+    await host?.stop();
     gate?.closeAllConnections();
     gate?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -242,10 +243,7 @@ describe("agentctl cancel of a running turn", () => {
     const uid = sessionOf(await agentctl([...H, "create", "--harness", "hold"]));
     const before = held;
     const turn = agentctl([...H, "exec", "--session", uid, "--input", "wait", "--config-file", configFile]);
-    for (let i = 0; held === before; i++) {
-      if (i > 200) throw new Error("the hold harness never reached its gate");
-      await sleep(50);
-    }
+    await waitFor("the hold harness to reach its gate", () => held > before);
 
     const busy = await agentctl([...H, "suspend", uid]);
     expect(busy.code).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * Tamper evidence end to end: journal a turn on a server of its own, stop it, change the text of
+ * Tamper evidence end to end: journal a turn on a host of its own, stop it, change the text of
  * the OUTPUT record's stored event in the Durable Object's SQLite file, restart, and expect
  * `agentctl verify` to name seq 4 (CONTRACT.md §7.1; BEHAVIOUR.md §7.5 step 7). Then truncate a
  * journal the same way, which a local check of the served prefix cannot see but `verify --replay`
@@ -15,12 +15,12 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import initSqlJs from "sql.js";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../../../proto/messages.js";
-import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
-import { foldWal } from "./sqlite-wal.js";
+import { type Host, startHost } from "../support/host.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
+import { foldWal } from "./sqlite-wal.js";
 
 const SQL = await initSqlJs();
 
@@ -102,30 +102,29 @@ function truncateAfter(file: SessionFile, seq: number): void {
 }
 
 describe("agentctl verify on tampered storage", () => {
-  const servers: DevServer[] = [];
+  // One host for both cases: each edits only its own session's file while the host is stopped.
+  let host: Host;
+  beforeAll(async () => {
+    host = await startHost();
+  });
   afterAll(async () => {
-    for (const s of servers) {
-      await s.stop();
-      rmSync(s.persistDir, { recursive: true, force: true });
-    }
+    await host?.stop();
   });
 
   it("verify: a byte changed in a stored event is reported at its seq, exit 1", { timeout: 180_000 }, async () => {
-    const server = await startDevServer();
-    servers.push(server);
-    const S = ["--server", server.url];
+    const S = ["--server", host.url];
     const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
     expect((await agentctl([...S, "verify", uid])).stdout).toMatch(/^VERIFIED 5 records /);
 
-    const exported = join(server.persistDir, "export.sqlite");
+    const exported = join(host.server.persistDir, "export.sqlite");
     expect((await agentctl([...S, "export", uid, "--out", exported])).code).toBe(0);
 
-    await server.stop();
-    const file = findSessionFile(server.persistDir, uid);
+    await host.server.stop();
+    const file = findSessionFile(host.server.persistDir, uid);
     // export writes the exact stored event bytes, not a re-encoding that happens to verify.
     expect(eventBlobs(readFileSync(exported))).toEqual(eventBlobs(file.bytes));
     tamperOutput(file);
-    await server.restart();
+    await host.restart();
 
     // The restarted server reads the edited row (so the edit landed and no WAL undid it) ...
     const replay = await agentctl([...S, "replay", uid, "--from", "4", "--to", "4"]);
@@ -142,13 +141,11 @@ describe("agentctl verify on tampered storage", () => {
   });
 
   it("verify --replay: a truncated journal passes locally but the server's anchored head fails it, exit 1", { timeout: 180_000 }, async () => {
-    const server = await startDevServer();
-    servers.push(server);
-    const S = ["--server", server.url];
+    const S = ["--server", host.url];
     const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
-    await server.stop();
-    truncateAfter(findSessionFile(server.persistDir, uid), 4);
-    await server.restart();
+    await host.server.stop();
+    truncateAfter(findSessionFile(host.server.persistDir, uid), 4);
+    await host.restart();
 
     const r = await agentctl([...S, "verify", uid, "--replay"]);
     expect(r.code).toBe(1);

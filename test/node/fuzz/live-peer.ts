@@ -81,7 +81,9 @@ export async function liveTurns(base: string, seed: number, name: string, turns:
     });
     const exec = send(base, "/agentsessions.v1.Sessions/Exec", envelope(0, toBinary(ExecRequestSchema, req)), "application/connect+proto");
     if (control.hold) {
-      for (let i = 0; i < 500 && !control.held; i++) await sleep(10);
+      // Wait in time, not in polls: on a busy machine the Start can take seconds, and a turn that
+      // skipped its race because the wait ran out would make the run depend on the load.
+      for (const deadline = Date.now() + 20_000; !control.held && Date.now() < deadline; ) await sleep(10);
       const held = control.held as Control["held"]; // set by the peer's handler meanwhile
       if (held) {
         const deleted = await raceTurn(base, rng, uid, held.executionId, note, result);
@@ -246,7 +248,7 @@ async function connect(base: string, seed: number, name: string, control: Contro
     peer.send({ message: { case: "event", value: { stream, event: { executionId, kind: EventKind.EVENT_END, body: { case: "end", value: { state } } } } } });
   });
   if (await peer.opened) peer.hello(name);
-  for (let i = 0; i < 1000 && !peer.received.some((m) => m.message.case === "welcome"); i++) await sleep(10);
+  for (const deadline = Date.now() + 30_000; !peer.received.some((m) => m.message.case === "welcome") && Date.now() < deadline; ) await sleep(10);
   if (!peer.received.some((m) => m.message.case === "welcome")) throw new Error(`live peer: no Welcome (${peer.findings.join("; ")})`);
   return peer;
 }

@@ -181,7 +181,9 @@ describe("controller with a real model provider", () => {
     fake.next = () => ({ kind: "hold" });
     const s = await client.create({ harness: "chat" });
     const uid = s.metadata!.uid;
-    const deadline = BigInt(Math.floor(Date.now() / 1000) + 2);
+    // Far enough ahead (5-6 s) that a busy machine still admits the turn and asks the provider
+    // before it passes; a 2 s deadline could pass first, and the turn would then write nothing.
+    const deadline = BigInt(Math.floor(Date.now() / 1000) + 6);
     const err = await client.exec({ session: uid, inputs: ["slow"], deadlineUnix: deadline }).catch((e) => ConnectError.from(e));
     fake.next = () => ({ kind: "answer" });
     fake.releaseHeld();

@@ -14,7 +14,8 @@ import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
 import { loadHarnessModules, startPodServer, type PodServer } from "../../../runtimes/pod/index.js";
-import { ROOT, sleep, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { ROOT, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { waitFor } from "../support/wait.js";
 
 let server: DevServer;
 let pod: PodServer;
@@ -97,10 +98,10 @@ describe("the pod runtime behind the Runtime service", () => {
     expect(started).toHaveLength(1);
     const pid = Number(started[0]!.pid);
     expect(pid).toBeGreaterThan(0);
-    for (let i = 0; i < 100 && pidState(pid) !== "T"; i++) await sleep(20);
-    expect(pidState(pid)).toBe("T");
+    // The pod pauses the process after the turn's reply, so the stop is awaited, not assumed.
+    await waitFor(`process ${pid} stopped (state T)`, () => pidState(pid) === "T");
     await client.exec({ session: uid, inputs: ["b"] });
-    expect(pidState(pid)).toBe("T"); // paused again after the turn, same process
+    await waitFor(`process ${pid} stopped again after the turn`, () => pidState(pid) === "T"); // same process
     expect(podLog.filter((e) => e.msg === "incarnation started" && e.session === uid)).toHaveLength(1);
     expect(podLog.some((e) => e.msg === "incarnation resumed" && e.session === uid && e.pid === pid)).toBe(true);
   });

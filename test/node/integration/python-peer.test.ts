@@ -29,7 +29,7 @@ function startPeer(server: string): Promise<Peer> {
   const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)));
   child.stderr!.on("data", (b: Buffer) => (err += b.toString()));
   return new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`peer not connected within 20 s; stderr: ${err}`)), 20_000);
+    const timer = setTimeout(() => fail(new Error(`peer not connected within 60 s; stderr: ${err}`)), 60_000);
     child.stdout!.on("data", (b: Buffer) => {
       out += b.toString();
       const m = /^connected (\S+)$/m.exec(out);

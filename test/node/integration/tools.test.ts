@@ -9,9 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventKind, ToolResult_Code, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecState, SessionSchema, type Session } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { SessionsClient } from "../../../sdk/client.js";
-import { sleep, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+import { startDevServer, type DevServer } from "../../../scripts/dev-server.js";
 import { startFakeExecutor, type FakeExecutor } from "../support/fake-executor.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../support/fake-openai.js";
+import { waitFor } from "../support/wait.js";
 
 let exec: FakeExecutor;
 let fakeModel: FakeOpenAi;
@@ -214,7 +215,7 @@ describe("approval gates", () => {
   it("deadline: an undecided gate is denied by the system when its deadline passes, and the turn completes", async () => {
     const { uid, final } = await parkedSession([{ id: "g1", tool: "pay", mediation: "REQUIRES_APPROVAL", approval_timeout_seconds: 1 }]);
     expect(final.execState).toBe(ExecState.EXEC_AWAITING);
-    for (let i = 0; i < 200 && (await client.get(uid)).execState !== ExecState.EXEC_COMPLETED; i++) await sleep(100);
+    await waitFor("the deadline's denial to complete the turn", async () => (await client.get(uid)).execState === ExecState.EXEC_COMPLETED);
     const rs = await records(uid);
     expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "APPROVAL_REQUEST", "LIFECYCLE", "APPROVAL_RESULT", "TOOL_RESULT", "OUTPUT", "END"]);
     const decision = rs[5]!.event!;

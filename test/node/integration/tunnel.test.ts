@@ -20,6 +20,7 @@ import { ROOT, sleep, startDevServer, type DevServer } from "../../../scripts/de
 import echo from "../../../examples/harnesses/echo.js";
 import counter from "../../../examples/harnesses/counter.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../support/fake-openai.js";
+import { waitFor } from "../support/wait.js";
 
 let server: DevServer;
 let client: SessionsClient;
@@ -63,8 +64,8 @@ function harnessProcess(file: string, name: string): ChildProcess {
 async function untilConnected(proc: ChildProcess): Promise<void> {
   let out = "";
   proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  for (let i = 0; i < 300 && !out.includes("serving "); i++) await sleep(50);
-  if (!out.includes("serving ")) throw new Error("the harness process did not connect");
+  // The process starts Node and tsx before it dials: seconds on a busy machine.
+  await waitFor("the harness process to connect (its serving line)", () => out.includes("serving "));
 }
 
 describe("a harness served over the tunnel", () => {
@@ -187,7 +188,7 @@ describe("a harness served over the tunnel", () => {
     const uid = s.metadata!.uid;
     const config = new TextEncoder().encode(JSON.stringify({ hold_url: `${gates.url}/hold/${uid}` }));
     const turn = client.exec({ session: uid, inputs: ["survive"], config }).catch((e) => ConnectError.from(e));
-    for (let i = 0; i < 300 && gates.gateRequests(uid) === 0; i++) await sleep(50);
+    await waitFor("the held turn to reach its gate", () => gates.gateRequests(uid) > 0);
     expect(gates.gateRequests(uid)).toBe(1);
     proc.kill("SIGKILL");
     const failed = await turn;

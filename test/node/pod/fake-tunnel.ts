@@ -109,7 +109,7 @@ export async function startFakeTunnel(o: { oneTime?: boolean } = {}): Promise<Fa
     refuse: (token) => void refused.add(token),
     tokens: () => [...minted.keys()],
     live,
-    async exec(uid, ms = 15_000) {
+    async exec(uid, ms = 45_000) {
       const c = live(uid);
       if (!c) throw new Error(`session ${uid} has no live connection`);
       const stream = `s${++streams}`;

@@ -73,8 +73,11 @@ export function isGone(pid: number): boolean {
   return s === undefined || s === "Z" || s === "X";
 }
 
-/** Polls `cond` every 20 ms until it holds, failing with `what` after `ms`. */
-export async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+/**
+ * Polls `cond` every 20 ms until it holds, failing with `what` after `ms`. The default is long
+ * (45 s, under the 60 s test timeout): an incarnation starts Node and tsx, seconds on a busy machine.
+ */
+export async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 45_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -10,7 +10,7 @@ import { EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/com
 import { assistantText, textOf, userText } from "../../../proto/messages.js";
 import { ROOT } from "../../../scripts/dev-server.js";
 import counter from "../../../examples/harnesses/counter.js";
-import { agentctl, AGENTCTL } from "../cli/run-agentctl.js";
+import { AGENTCTL, spawnAgentctl as agentctl } from "../cli/run-agentctl.js";
 import { startFakeHost } from "./fake-host.js";
 import { serveOn } from "./support.js";
 

@@ -21,7 +21,9 @@ import {
 } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 
 const SUBPROTOCOL = "agentsessions.harness.v1";
-const WAIT_MS = 5_000;
+// How long to wait for a harness's next message. Generous: `agentctl harness serve` starts Node
+// and tsx first, which takes seconds on a busy 2-core machine; a message that comes returns at once.
+const WAIT_MS = 30_000;
 
 export interface FakeHostOptions {
   /** Required bearer token; unset accepts any (as `npm start` does). */
