@@ -55,6 +55,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       tools: createToolExecutor(config),
       maxEventBytes: limits.maxEventBytes,
+      follow: limits.follow,
       leases:
         settings.maxConcurrent > 0
           ? {
@@ -138,6 +139,11 @@ export class SessionObject extends DurableObject<Env> {
   /** Replay's answer as one byte stream of enveloped LogRecords (objects/session/record-stream.ts). */
   replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
     return this._host.replay(from, to);
+  }
+
+  /** Tail's answer as one byte stream of enveloped TailResponses (objects/session/followers.ts). */
+  tail(from: bigint, follow: boolean): Outcome<ReadableStream<Uint8Array>> {
+    return this._host.tail(from, follow);
   }
 
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {

@@ -62,6 +62,9 @@ export function codeFor(reason: FailureReason): Code {
       return Code.AlreadyExists;
     case "unimplemented":
       return Code.Unimplemented;
+    // Tail from a seq after the one the next commit will take (docs/follow.md): no such record.
+    case "past_head":
+      return Code.OutOfRange;
     // "harness or model failure mid-turn (ERROR journaled) ... anything else"
     case "turn_failed":
     case "internal":

@@ -6,6 +6,7 @@
 import { createConnectRouter, type ContextValues } from "@connectrpc/connect";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -20,6 +21,7 @@ import { strictNumbers } from "./strict-numbers.js";
 import { createAuditService } from "./audit-service.js";
 import { createRegistryService } from "./registry-service.js";
 import { createSessionsService } from "./sessions-service.js";
+import { createTailService } from "./tail-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
 
@@ -38,6 +40,7 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   });
   router.service(Sessions, createSessionsService(env, guards));
   router.service(Audit, createAuditService(env));
+  router.service(Tail, createTailService(env));
   router.service(
     HarnessRegistry,
     createRegistryService(env, (tenant) => directoryStub(env, tenant), {

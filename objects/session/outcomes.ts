@@ -31,6 +31,7 @@ export type FailureReason =
   | "invalid_decision"
   | "missing_executor"
   | "harness_pinned"
+  | "past_head"
   | "turn_failed"
   | "unimplemented"
   | "internal";

@@ -35,6 +35,7 @@ import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized } from "./schema.js";
 import { SessionCache } from "./session-cache.js";
+import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./session-view.js";
 
@@ -66,6 +67,8 @@ export interface SessionHostDeps {
   /** Owns the object's single alarm slot: when the pending approval's deadline falls (null clears). */
   setAlarm?: (atMs: number | null) => Promise<void>;
   maxEventBytes?: number;
+  /** Heartbeat, idle limit and queue bound of Tail followers (followers.ts); defaults without. */
+  follow?: FollowLimits;
   /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
   cacheMaxBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
@@ -141,6 +144,8 @@ export class SessionState {
   readonly runtime: Runtime;
   /** Events from tunnel harnesses, waiting for the stream of a running execution. */
   readonly inbox = new StreamInbox();
+  /** Every Tail of this session: fed by `commit` after each transaction, and by the turn's deltas. */
+  readonly followers: Followers;
   live: LiveTurn | undefined;
   /**
    * Names this instance of the object in the leases its turns take: a restarted object has a new
@@ -155,6 +160,7 @@ export class SessionState {
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes);
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
+    this.followers = new Followers(() => this.journal, d.follow);
   }
 
   exists(): boolean {
@@ -166,6 +172,7 @@ export class SessionState {
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes);
     this.cache.reset();
+    this.followers.endAll(TailEndReason.GONE);
   }
 
   get uid(): string {
@@ -480,7 +487,11 @@ export class SessionState {
       },
     });
     if (r.ok && !sameStates(after, before)) this.meta.committed(after, now);
-    if (r.ok) this.cache.appended(r.records);
+    if (r.ok) {
+      this.cache.appended(r.records);
+      // After the transaction: a follower never sees a staged or rolled-back record.
+      this.followers.committed(r.records);
+    }
     return r;
   }
 

@@ -23,6 +23,7 @@ const ROLE_OF: Record<string, Role> = {
   "agentsessions.v1.HarnessRegistry/GetHarness": "read",
   "agentsessions.v1.HarnessRegistry/ListHarnesses": "read",
   "agentsessions.edge.v1.Audit/Verify": "read",
+  "agentsessions.edge.v1.Tail/Tail": "read",
 };
 
 export function roleFor(service: string, method: string): Role {
