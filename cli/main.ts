@@ -24,6 +24,7 @@ import { listCommand } from "./commands/list.js";
 import { replayCommand } from "./commands/replay.js";
 import { resumeCommand } from "./commands/resume.js";
 import { suspendCommand } from "./commands/suspend.js";
+import { tailCommand } from "./commands/tail.js";
 import { verifyCommand } from "./commands/verify.js";
 
 export const COMMANDS: readonly Command[] = [
@@ -39,6 +40,7 @@ export const COMMANDS: readonly Command[] = [
   denyCommand,
   deleteCommand,
   replayCommand,
+  tailCommand,
   verifyCommand,
   hashCommand,
   exportCommand,
@@ -76,7 +78,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   let server = io.env.AGENTSESSIONS_SERVER || DEFAULT_SERVER;
   try {
-    const args = parseArgs(rest, { flags: { ...GLOBAL_FLAGS, ...command.flags }, aliases: { h: "help" } });
+    const args = parseArgs(rest, { flags: { ...GLOBAL_FLAGS, ...command.flags }, aliases: { h: "help", ...command.aliases } });
     if (args.booleans.has("help")) {
       io.out.write(commandUsage(command));
       return 0;

@@ -19,6 +19,7 @@ export {
   type ForkOptions,
   type VerifyOptions,
 } from "./client.js";
+export type { TailEvent, TailOptions } from "./tail.js";
 export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";
 export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
 export { textOf, userText, assistantText, eventKindName } from "../proto/messages.js";
@@ -27,3 +28,4 @@ export * from "../proto/gen/agentsessions/v1/common_pb.js";
 export * from "../proto/gen/agentsessions/v1/session_pb.js";
 export * from "../proto/gen/agentsessions/v1/harness_pb.js";
 export * from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
+export * from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
