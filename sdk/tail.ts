@@ -22,8 +22,10 @@ export interface TailOptions {
   maxBackoffMs?: number;
   /** Failed attempts in a row before giving up with the last error (default: never give up). */
   maxAttempts?: number;
-  /** Called before each reopen, with the seq it reopens from and why. */
-  onReconnect?: (fromSeq: bigint, why: string) => void;
+  /** Called for each heartbeat: the first one of a stream says it caught up with the head. */
+  onHeartbeat?: (headSeq: bigint) => void;
+  /** Called before each reopen, with the seq it reopens from, why, and the failure if it was one. */
+  onReconnect?: (fromSeq: bigint, why: string, error?: ConnectError) => void;
   /**
    * Delta text already shown for the record with this seq (an Exec stream's, when re-attaching):
    * the first `length` UTF-16 units after `afterSeq` are not delivered again.
@@ -45,6 +47,7 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
   let wait = o.backoffMs ?? 250;
   for (;;) {
     let why = "";
+    let error: ConnectError | undefined;
     try {
       for await (const res of raw.tail({ session, fromSeq: next, follow }, { signal: o.signal })) {
         const item = res.item;
@@ -58,6 +61,9 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
         } else if (item.case === "delta") {
           const d = fresh(item.value, next, shown);
           if (d) yield { kind: "delta", delta: d };
+        } else if (item.case === "heartbeat") {
+          failures = 0;
+          o.onHeartbeat?.(item.value.headSeq);
         } else if (item.case === "end") {
           if (item.value.reason === TailEnd_Reason.HEAD) return;
           if (item.value.reason === TailEnd_Reason.GONE) throw new ConnectError(`session ${session} was deleted while it was followed`, Code.NotFound);
@@ -73,11 +79,12 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
       failures++;
       if (o.maxAttempts !== undefined && failures >= o.maxAttempts) throw err;
       why = `${Code[err.code]}: ${err.rawMessage}`;
+      error = err;
       await sleep(wait, o.signal);
       wait = Math.min(wait * 2, o.maxBackoffMs ?? 5000);
       if (o.signal?.aborted) return;
     }
-    o.onReconnect?.(next, why);
+    o.onReconnect?.(next, why, error);
   }
 }
 

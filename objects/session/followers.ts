@@ -199,6 +199,8 @@ export class Followers {
     }
     f.live = true;
     f.lastActivityMs = this._clock.now();
+    // "Caught up": the client learns the head at once, even when nothing is running.
+    this._push(f, { seq: 0n, bytes: envelope(heartbeatItem(head)) });
     const d = this._delta;
     if (d && d.afterSeq + 1n === f.next && (d.text.length > 0 || d.done)) {
       this._push(f, { seq: 0n, bytes: envelope(deltaItem(d.afterSeq, d.executionId, 0n, d.text, d.done)) });

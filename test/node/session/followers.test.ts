@@ -127,7 +127,9 @@ describe("Followers", () => {
   it("committed: every live follower gets the same bytes, encoded once", async () => {
     const { followers, commit } = setup();
     const streams = Array.from({ length: 5 }, () => followers.open(1n, true).getReader());
-    // Each reader is waiting (live at head 0).
+    // Each reader caught up (a heartbeat naming head 0) and waits.
+    for (const r of streams)
+      expect(fromBinary(TailResponseSchema, (await r.read()).value!.subarray(5)).item).toMatchObject({ case: "heartbeat", value: { headSeq: 0n } });
     const reads = streams.map((r) => r.read());
     commit("x");
     const chunks = await Promise.all(reads);
@@ -156,18 +158,19 @@ describe("Followers", () => {
     const g = reader(followers.open(3n, true));
     followers.delta(2n, "e1", "", true);
     await g.pull();
-    expect(g.items.map((i) => i.item.case)).toEqual(["delta"]);
-    expect(g.items[0]!.item.value).toMatchObject({ afterSeq: 2n, chunk: "" });
+    expect(g.items.map((i) => i.item.case)).toEqual(["heartbeat", "delta"]);
+    expect(g.items[1]!.item.value).toMatchObject({ afterSeq: 2n, chunk: "" });
   });
 
   it("committed: a follower that does not read is cut off past the bound, with the seq to reconnect from", async () => {
     const { followers, commit } = setup({ maxQueueBytes: 2000 });
     const slow = reader(followers.open(1n, true));
     const fast = reader(followers.open(1n, true));
+    await slow.pull(); // caught up: a heartbeat
     const waiting = slow.pull();
     commit("first");
     await waiting; // got seq 1; it reads nothing more until the end
-    await fast.pull();
+    await fast.pull(); // seq 1 from storage, then caught up
     const big = "x".repeat(600);
     for (let i = 0; i < 10; i++) {
       commit(big);
