@@ -9,7 +9,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { DeltaSchema, Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
@@ -267,6 +267,7 @@ export class SessionsClient {
     // What a re-attach needs: the execution, the last record seen, the delta text shown since it.
     let executionId = "";
     let ended = false;
+    let parked = false;
     let shown = 0;
     const onRecord = (r: LogRecord) => {
       records.push(r);
@@ -274,6 +275,11 @@ export class SessionsClient {
       const ev = r.event;
       if (ev?.kind === EventKind.EVENT_EXECUTION_START && !executionId) executionId = ev.executionId;
       if (ev && ev.executionId === executionId && (ev.kind === EventKind.EVENT_END || ev.kind === EventKind.EVENT_ERROR)) ended = true;
+      // A turn parked on an approval ends its stream with the SUSPEND that checkpoints it.
+      if (ev?.kind === EventKind.EVENT_LIFECYCLE && executionId && ev.body.case === "lifecycle" && ev.body.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND) {
+        ended = true;
+        parked = true;
+      }
       o.onRecord?.(r);
     };
     const onDelta = (d: Delta) => {
@@ -324,6 +330,11 @@ export class SessionsClient {
         if (ended) break;
       }
       if (!ended) throw new ConnectError("the turn's stream dropped and its end could not be followed: read the session and Replay", Code.Unavailable);
+      // The final session frame a parked turn's Exec would have sent: its pending approval.
+      if (parked) {
+        last = await this.get(uid);
+        o.onSession?.(last);
+      }
     }
     if (!first) throw new ConnectError("the Exec stream ended without a session frame", Code.Internal);
     const outputs = records
