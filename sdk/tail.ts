@@ -48,8 +48,12 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
   for (;;) {
     let why = "";
     let error: ConnectError | undefined;
+    // Each attempt's own signal: a caller that stops iterating (break) closes the connection too.
+    const attempt = new AbortController();
+    const abort = () => attempt.abort();
+    o.signal?.addEventListener("abort", abort, { once: true });
     try {
-      for await (const res of raw.tail({ session, fromSeq: next, follow }, { signal: o.signal })) {
+      for await (const res of raw.tail({ session, fromSeq: next, follow }, { signal: attempt.signal })) {
         const item = res.item;
         if (item.case === "record") {
           // Exactly once: a record before `next` was delivered already (cannot happen within one stream).
@@ -83,6 +87,9 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
       await sleep(wait, o.signal);
       wait = Math.min(wait * 2, o.maxBackoffMs ?? 5000);
       if (o.signal?.aborted) return;
+    } finally {
+      o.signal?.removeEventListener("abort", abort);
+      attempt.abort();
     }
     o.onReconnect?.(next, why, error);
   }

@@ -6,7 +6,9 @@
  *
  * The crash test SIGKILLs the server, so every test here shares this file's own server.
  */
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { connect, createServer, type Socket } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TailEnd_Reason } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
@@ -17,6 +19,8 @@ import type { TailEvent } from "../../../sdk/tail.js";
 import { sleep } from "../../../scripts/dev-server.js";
 import { startFakeOpenAi, type FakeOpenAi } from "../support/fake-openai.js";
 import { kindsOf, startHost, type Host } from "../support/host.js";
+import { AGENTCTL } from "../cli/run-agentctl.js";
+import { ROOT } from "../../../scripts/dev-server.js";
 
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const KEYS = {
@@ -127,6 +131,43 @@ function droppingFetch() {
   return { fetch: f, drop: () => cut?.() };
 }
 
+/** A TCP proxy in front of the host whose Exec connections the test can cut, as a network would. */
+async function cuttingProxy(target: string) {
+  const { hostname, port } = new URL(target);
+  const exec = new Set<Socket>();
+  const all = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    all.add(client);
+    all.add(upstream);
+    client.once("data", (first: Buffer) => {
+      if (first.toString("latin1").startsWith("POST /agentsessions.v1.Sessions/Exec")) exec.add(client);
+    });
+    client.pipe(upstream).pipe(client);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+      all.delete(client);
+      all.delete(upstream);
+    };
+    client.on("error", close).on("close", close);
+    upstream.on("error", close).on("close", close);
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const addr = server.address();
+  return {
+    url: `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`,
+    cutExec: () => {
+      for (const s of exec) s.destroy();
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        for (const s of all) s.destroy();
+        server.close(() => ok());
+      }),
+  };
+}
+
 describe("Tail against wrangler dev", () => {
   it("tail: follow=false delivers every record once, in order, and ends at the head", async () => {
     const a = await writer.exec({ inputs: ["one"] });
@@ -219,6 +260,39 @@ describe("Tail against wrangler dev", () => {
     expect(kindsOf(r.records)).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]);
     // Nothing shown twice, nothing missing: the deltas spell the committed answer exactly.
     expect([...deltasBefore, ...deltasAfter].join("")).toBe(outputText(journal));
+  });
+
+  it("agentctl exec: a connection cut mid-turn re-attaches and prints every record once, exit 0", async () => {
+    const created = await writer.create({ harness: "chat" });
+    const uid = created.metadata!.uid;
+    const proxy = await cuttingProxy(host.url);
+    fake.next = () => ({ kind: "slow", chunkMs: 150, chunks: 16 });
+    try {
+      const child = spawn(process.execPath, [AGENTCTL, "--server", proxy.url, "--token", KEYS.aWrite.token, "exec", "--session", uid, "--input", "go"], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+      const code = new Promise<number | null>((ok) => child.once("close", (c) => ok(c)));
+      await until("MODEL_CALL printed", () => out.includes("EVENT_MODEL_CALL"));
+      await sleep(700);
+      proxy.cutExec();
+      const exit = await Promise.race([code, sleep(20_000).then(() => "hung")]);
+      expect(exit, `stdout: ${out}\nstderr: ${err}`).toBe(0);
+      expect(err).toMatch(/exec: the stream dropped \(.*\); reattaching from seq 4\n/);
+      const lines = out.trimEnd().split("\n");
+      expect(lines[0]).toBe(`session ${uid}`);
+      expect(lines.slice(1).map((l) => l.split("  ")[1])).toEqual(["EVENT_EXECUTION_START", "EVENT_INPUT", "EVENT_MODEL_CALL", "EVENT_OUTPUT", "EVENT_END"]);
+      // The streamed text (stderr, stdout being a pipe) spells the committed answer once.
+      const answer = outputText(await host.records(uid));
+      expect(err.replace(/exec: the stream dropped.*\n/, "").replace(/\n/g, "")).toBe(answer);
+    } finally {
+      fake.next = () => ({ kind: "answer" });
+      await proxy.close();
+    }
   });
 
   it("tail: a follower across a kill -9 and a recovery reconnects by itself and sees every record once", async () => {
