@@ -24,6 +24,11 @@ export function createTailService(env: Env): ServiceImpl<typeof Tail> {
       if (!r.ok) throw connectErrorFrom(r);
       const binary = wantsBinary(ctx);
       const reader = r.value.getReader();
+      // A caller that goes away while the object has nothing to send: the generator is parked in
+      // read(), so its finally only runs once the next item (at the latest a heartbeat) arrives.
+      // Where the runtime aborts the request's signal on disconnect, cancel at once instead.
+      const cancel = () => void reader.cancel().catch(() => undefined);
+      ctx.signal.addEventListener("abort", cancel, { once: true });
       const envelopes = new EnvelopeSplitter();
       let ended = false;
       try {
@@ -42,7 +47,8 @@ export function createTailService(env: Env): ServiceImpl<typeof Tail> {
         }
       } finally {
         // The caller left (or the stream ended): cancelling the object's stream drops its follower.
-        void reader.cancel().catch(() => undefined);
+        ctx.signal.removeEventListener("abort", cancel);
+        cancel();
       }
       // A stream the host ends on purpose says so (an `end` item); any other cut is a failure.
       if (!ended || !envelopes.drained) {
