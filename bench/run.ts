@@ -13,10 +13,12 @@
  *   chat-long    a chat turn (host echo model) on a 19k-record session vs a fresh one
  *   inputless    an inputless Exec on a 25k-record session vs a fresh one
  *   parallel     16 sessions in parallel: turns/s and p50
+ *   follow       commit-to-follower latency of Tail (median, p99) with 1, 10 and 50 followers
  * Sizes: BENCH_ROUNDS, BENCH_RECORDS (10000), BENCH_LONG (19000), BENCH_INPUTLESS (25000),
  * BENCH_SESSIONS (10000), BENCH_FORK_CHILDREN (128).
  */
 import { execFile } from "node:child_process";
+import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ROOT } from "../scripts/dev-server.js";
@@ -199,7 +201,74 @@ const rows: Record<string, Row> = {
     );
     summary("parallel", tps, "peers: npm run bench:peers", `turns_per_s=${fmt(tps, 0)} p50_ms=${fmt(percentile(lat, 50), 1)}`);
   },
+
+  async follow(_u, c) {
+    const turns = Math.max(ROUNDS, 15);
+    const by: Record<number, { rel: number[]; first: number[] }> = {};
+    for (const n of [1, 10, 50]) {
+      by[n] = await followLatency(c, n, turns);
+      const { rel, first } = by[n]!;
+      console.log(
+        `follow: ${n} follower(s), ${turns} echo turns: Exec sent to the turn's first record at a follower p50 ${fmt(percentile(first, 50), 2)} ms, p99 ${fmt(percentile(first, 99), 2)} ms; follower minus the writer's own Exec stream, every record, p50 ${fmt(percentile(rel, 50), 2)} ms, p99 ${fmt(percentile(rel, 99), 2)} ms`,
+      );
+    }
+    const p = (n: number, q: number) => fmt(percentile(by[n]!.first, q), 2);
+    summary(
+      "follow",
+      percentile(by[50]!.first, 50) / percentile(by[1]!.first, 50),
+      "<=3",
+      `p50_ms_1=${p(1, 50)} p99_ms_1=${p(1, 99)} p50_ms_10=${p(10, 50)} p99_ms_10=${p(10, 99)} p50_ms_50=${p(50, 50)} p99_ms_50=${p(50, 99)}`,
+    );
+  },
 };
+
+/**
+ * Commit-to-follower latency (docs/follow.md), as a client can measure it: from sending an Exec to
+ * a follower's receipt of the turn's first record (an upper bound: it includes the request, the
+ * admission and the commit). Also each follower's receipt of every record against the writer's own
+ * Exec stream's (negative: the follower had it first; Exec decodes each frame in the Worker).
+ */
+async function followLatency(c: SessionsClient, followers: number, turns: number): Promise<{ rel: number[]; first: number[] }> {
+  const uid = (await c.create({ name: `bench-follow-${followers}` })).metadata!.uid;
+  await c.exec({ session: uid, inputs: ["warm"] });
+  const got = new Map<bigint, number[]>();
+  const ac = new AbortController();
+  // Every follower listens on this one signal.
+  setMaxListeners(0, ac.signal);
+  let live = 0;
+  const runs = Array.from({ length: followers }, async () => {
+    let caught = false;
+    for await (const ev of c.tail(uid, {
+      fromSeq: 6n,
+      signal: ac.signal,
+      onHeartbeat: () => {
+        if (!caught) live++;
+        caught = true;
+      },
+    })) {
+      if (ev.kind !== "record") continue;
+      const at = performance.now();
+      const seen = got.get(ev.record.seq);
+      if (seen) seen.push(at);
+      else got.set(ev.record.seq, [at]);
+    }
+  });
+  while (live < followers) await new Promise((r) => setTimeout(r, 20));
+  const rel: number[] = [];
+  const first: number[] = [];
+  for (let i = 0; i < turns; i++) {
+    const wrote = new Map<bigint, number>();
+    const t0 = performance.now();
+    const r = await retryProxy503(() => c.exec({ session: uid, inputs: [`t${i}`], onRecord: (rec) => wrote.set(rec.seq, performance.now()) }));
+    const last = r.records[r.records.length - 1]!.seq;
+    while ((got.get(last)?.length ?? 0) < followers) await new Promise((res) => setTimeout(res, 5));
+    for (const [seq, w] of wrote) for (const f of got.get(seq) ?? []) rel.push(f - w);
+    for (const f of got.get(r.records[0]!.seq) ?? []) first.push(f - t0);
+  }
+  ac.abort();
+  await Promise.allSettled(runs);
+  return { rel, first };
+}
 
 const rowState: { replaySession?: string; replayHead?: number } = {};
 

@@ -34,6 +34,8 @@ export interface Command {
   /** Lines describing each flag, printed under the synopsis. */
   help: string[];
   flags: Record<string, FlagKind>;
+  /** Short flags of this command, e.g. `{ f: "follow" }` for `-f`. */
+  aliases?: Record<string, string>;
   run(ctx: CommandContext, args: ParsedArgs): Promise<number>;
 }
 

@@ -25,6 +25,7 @@ import { replayCommand } from "./commands/replay.js";
 import { resumeCommand } from "./commands/resume.js";
 import { retentionCommand } from "./commands/retention.js";
 import { suspendCommand } from "./commands/suspend.js";
+import { tailCommand } from "./commands/tail.js";
 import { verifyCommand } from "./commands/verify.js";
 
 export const COMMANDS: readonly Command[] = [
@@ -41,6 +42,7 @@ export const COMMANDS: readonly Command[] = [
   deleteCommand,
   retentionCommand,
   replayCommand,
+  tailCommand,
   verifyCommand,
   hashCommand,
   exportCommand,
@@ -78,7 +80,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   let server = io.env.AGENTSESSIONS_SERVER || DEFAULT_SERVER;
   try {
-    const args = parseArgs(rest, { flags: { ...GLOBAL_FLAGS, ...command.flags }, aliases: { h: "help" } });
+    const args = parseArgs(rest, { flags: { ...GLOBAL_FLAGS, ...command.flags }, aliases: { h: "help", ...command.aliases } });
     if (args.booleans.has("help")) {
       io.out.write(commandUsage(command));
       return 0;

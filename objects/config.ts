@@ -76,6 +76,10 @@ export interface ConfigEnv {
   MAX_CONCURRENT_EXECS?: string;
   RATE_LIMIT_PER_SECOND?: string;
   RATE_LIMIT_BURST?: string;
+  /** Tail (docs/follow.md): heartbeat on an idle follow, idle limit, and one follower's queue bound. */
+  TAIL_HEARTBEAT_MS?: string;
+  TAIL_IDLE_LIMIT_MS?: string;
+  TAIL_MAX_QUEUE_BYTES?: string;
 }
 
 /** What one request, one event and one tenant may use. Every limit is refused before anything is written. */
@@ -97,6 +101,8 @@ export interface HostLimits {
   /** Requests per second per tenant, sustained and at once; rate 0 turns it off (RESOURCE_EXHAUSTED). */
   ratePerSecond: number;
   rateBurst: number;
+  /** Tail followers: heartbeat after this idle time, end after this one, cut off past this many queued bytes. */
+  follow: { heartbeatMs: number; idleLimitMs: number; maxQueueBytes: number };
   /** Variables that were set but not a valid value, so their default applies: logged once (worker/index.ts). */
   ignored: string[];
 }
@@ -126,6 +132,11 @@ export function hostLimits(env: ConfigEnv): HostLimits {
     maxConcurrentExecs: whole("MAX_CONCURRENT_EXECS", 32, true),
     ratePerSecond: whole("RATE_LIMIT_PER_SECOND", 200, true),
     rateBurst: whole("RATE_LIMIT_BURST", 1000),
+    follow: {
+      heartbeatMs: whole("TAIL_HEARTBEAT_MS", 15_000),
+      idleLimitMs: whole("TAIL_IDLE_LIMIT_MS", 600_000),
+      maxQueueBytes: whole("TAIL_MAX_QUEUE_BYTES", 4 * 1024 * 1024),
+    },
     ignored,
   };
 }

@@ -60,6 +60,7 @@ export class SessionObject extends DurableObject<Env> {
         maxInline: limits.blobInlineMaxBytes,
         own: (tenant, uids, shas) => directoryStub(env, tenant).ownBlobs(uids, shas),
       },
+      follow: limits.follow,
       leases:
         settings.maxConcurrent > 0
           ? {
@@ -136,6 +137,11 @@ export class SessionObject extends DurableObject<Env> {
   /** Replay's answer as one byte stream of enveloped LogRecords (objects/session/record-stream.ts). */
   replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
     return this._host.replay(from, to);
+  }
+
+  /** Tail's answer as one byte stream of enveloped TailResponses (objects/session/followers.ts). */
+  tail(from: bigint, follow: boolean): Outcome<ReadableStream<Uint8Array>> {
+    return this._host.tail(from, follow);
   }
 
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {

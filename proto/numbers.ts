@@ -34,6 +34,8 @@ export const NUMBER_RULES: Readonly<Record<string, NumberRule>> = {
   "agentsessions.v1.ForkRequest.at_seq": { min: 0n, zero: "0 for the head" },
   "agentsessions.v1.ForkRequest.count": { min: 0n, zero: "0 for one child" },
   "agentsessions.v1.ApproveRequest.request_seq": { min: 1n },
+  // Our extensions' requests.
+  "agentsessions.edge.v1.TailRequest.from_seq": { min: 0n, zero: "0 or 1 for the first record" },
   // HarnessRegistry requests.
   "agentsessions.v1.ListHarnessesRequest.page_size": { min: 0n, zero: "0 for the default of 50; above 500 reads as 500" },
   // What a client may send inside a Session (CreateSession) or a message (Exec inputs).

@@ -1,6 +1,6 @@
 /**
  * The TypeScript client SDK: a typed wrapper over the generated Connect clients of the Sessions API
- * and of our Audit and Retention extensions (proto/agentsessions/edge/v1/), sharing one transport.
+ * and of our Audit, Retention, Blobs and Tail extensions (proto/agentsessions/edge/v1/), sharing one transport.
  *
  * Runs on Node 20+ and in Workers (it only needs `fetch`). Failures are `ConnectError`s with the
  * server's code and message; `describeError` turns one into a line a person can act on.
@@ -9,13 +9,15 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { EventKind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { DeltaSchema, Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
 import { BlobMismatchError, blobRefsOf, parseSha256, resolveEvent, type BlobReference } from "../proto/blob-ref.js";
 import { Retention, type RetentionStatus, type SetRetentionResponse } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
+import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
+import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
 
@@ -58,6 +60,13 @@ export interface ExecOptions {
   onDelta?: (delta: Delta) => void;
   /** Called with the first (and any final) session frame. */
   onSession?: (session: Session) => void;
+  /**
+   * A dropped Exec stream is re-attached with Tail from the last record it delivered, and read
+   * until the turn's END or ERROR record (default true): the turn keeps running on the host.
+   */
+  reattach?: boolean;
+  /** Called when the Exec stream dropped and the client re-attaches from `fromSeq`. */
+  onReattach?: (fromSeq: bigint, why: string) => void;
 }
 
 export interface ForkOptions {
@@ -124,6 +133,8 @@ export class SessionsClient {
   readonly rawBlobs: Client<typeof Blobs>;
   /** The Retention service (our extension, not the contract; docs/retention.md). @experimental */
   readonly rawRetention: Client<typeof Retention>;
+  /** The Tail service (our extension), on the same transport. @experimental */
+  readonly rawTail: Client<typeof Tail>;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -147,6 +158,7 @@ export class SessionsClient {
     this.rawAudit = createClient(Audit, transport);
     this.rawBlobs = createClient(Blobs, transport);
     this.rawRetention = createClient(Retention, transport);
+    this.rawTail = createClient(Tail, transport);
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
@@ -276,6 +288,29 @@ export class SessionsClient {
     const deltas: Delta[] = [];
     let first: Session | undefined;
     let last: Session | undefined;
+    // What a re-attach needs: the execution, the last record seen, the delta text shown since it.
+    let executionId = "";
+    let ended = false;
+    let parked = false;
+    let shown = 0;
+    const onRecord = (r: LogRecord) => {
+      records.push(r);
+      shown = 0;
+      const ev = r.event;
+      if (ev?.kind === EventKind.EVENT_EXECUTION_START && !executionId) executionId = ev.executionId;
+      if (ev && ev.executionId === executionId && (ev.kind === EventKind.EVENT_END || ev.kind === EventKind.EVENT_ERROR)) ended = true;
+      // A turn parked on an approval ends its stream with the SUSPEND that checkpoints it.
+      if (ev?.kind === EventKind.EVENT_LIFECYCLE && executionId && ev.body.case === "lifecycle" && ev.body.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND) {
+        ended = true;
+        parked = true;
+      }
+      o.onRecord?.(r);
+    };
+    const onDelta = (d: Delta) => {
+      deltas.push(d);
+      shown += d.chunk.length;
+      o.onDelta?.(d);
+    };
     const stream = this.raw.exec(
       {
         session: o.session ?? "",
@@ -288,21 +323,41 @@ export class SessionsClient {
       },
       { signal: o.signal },
     );
-    for await (const u of stream) {
-      switch (u.update.case) {
-        case "session":
-          if (first) last = u.update.value;
-          else first = u.update.value;
-          o.onSession?.(u.update.value);
-          break;
-        case "record":
-          records.push(u.update.value);
-          o.onRecord?.(u.update.value);
-          break;
-        case "delta":
-          deltas.push(u.update.value);
-          o.onDelta?.(u.update.value);
-          break;
+    try {
+      for await (const u of stream) {
+        switch (u.update.case) {
+          case "session":
+            if (first) last = u.update.value;
+            else first = u.update.value;
+            o.onSession?.(u.update.value);
+            break;
+          case "record":
+            onRecord(u.update.value);
+            break;
+          case "delta":
+            onDelta(u.update.value);
+            break;
+        }
+      }
+    } catch (e) {
+      // Only a dropped connection of a turn that is running is re-attached; the host's own errors stand.
+      const err = ConnectError.from(e);
+      const dropped = err.code === Code.Unavailable || err.code === Code.Unknown;
+      const uid = first?.metadata?.uid;
+      if (!dropped || o.reattach === false || o.signal?.aborted || !uid || !executionId || ended) throw err;
+      const from = records[records.length - 1]!.seq + 1n;
+      o.onReattach?.(from, `${Code[err.code]}: ${err.rawMessage}`);
+      const afterSeq = from - 1n;
+      for await (const ev of this.tail(uid, { fromSeq: from, signal: o.signal, shown: { afterSeq, length: shown } })) {
+        if (ev.kind === "record") onRecord(ev.record);
+        else onDelta(create(DeltaSchema, { executionId: ev.delta.executionId, chunk: ev.delta.chunk, done: ev.delta.done }));
+        if (ended) break;
+      }
+      if (!ended) throw new ConnectError("the turn's stream dropped and its end could not be followed: read the session and Replay", Code.Unavailable);
+      // The final session frame a parked turn's Exec would have sent: its pending approval.
+      if (parked) {
+        last = await this.get(uid);
+        o.onSession?.(last);
       }
     }
     if (!first) throw new ConnectError("the Exec stream ended without a session frame", Code.Internal);
@@ -372,6 +427,17 @@ export class SessionsClient {
       }
     }
     return out;
+  }
+
+  /**
+   * Follows a session (Tail, docs/follow.md): the committed records from `fromSeq`, then each
+   * record as it commits and the running turn's deltas, for as long as the caller iterates (or up
+   * to the head with `follow: false`). Reconnects by itself from the seq after the last record it
+   * delivered, with backoff; nothing is delivered twice.
+   * @experimental Tail is this host's extension, not part of agentsessions.v1.
+   */
+  tail(session: string, o: TailOptions = {}): AsyncGenerator<TailEvent> {
+    return tailSession(this.rawTail, session, o);
   }
 
   /** Committed records with from <= seq <= to (to = 0: head), verbatim. */

@@ -19,6 +19,7 @@ export {
   type ForkOptions,
   type VerifyOptions,
 } from "./client.js";
+export type { TailEvent, TailOptions } from "./tail.js";
 export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";
 export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
 export { textOf, userText, assistantText, eventKindName } from "../proto/messages.js";
@@ -42,3 +43,4 @@ export {
   type BlobLocator,
 } from "../proto/blob-ref.js";
 export * from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
+export * from "../proto/gen/agentsessions/edge/v1/tail_pb.js";

@@ -33,6 +33,10 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
   const usageBox = h("div", { class: "usage", "aria-label": "Token usage" });
   const branchName = h("input", { id: "branch-name", autocomplete: "off", placeholder: "optional" });
   const tl = createTimeline(uid, (seq) => fork(seq));
+  // The running turn's text as it streams in, from whichever client runs it (follow.ts).
+  const liveText = h("pre", {});
+  const live = h("div", { class: "stream live-turn", hidden: true, "aria-live": "polite" }, h("p", { class: "muted" }, "running turn…"), liveText);
+  let liveAfter = -1n;
   const verify = createVerifyPanel(uid, (seq) => tl.reveal(seq, "bad"));
   const runner = createTurnRunner(uid, {
     head: () => recs[recs.length - 1]?.seq ?? 0n,
@@ -49,6 +53,7 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
     h("h2", { class: "section-title" }, "Journal"),
     h("p", { class: "muted times-note", hidden: true }),
     tl.el,
+    live,
   );
 
   async function refresh(): Promise<void> {
@@ -269,7 +274,18 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
     if (stopped) return;
     stops.push(
       feed.follow(uid, (recs[recs.length - 1]?.seq ?? 0n) + 1n, {
-        onRecords: merge,
+        onRecords: (rs) => {
+          // The committed record carries the text: the streamed copy goes.
+          live.hidden = true;
+          liveText.textContent = "";
+          merge(rs);
+        },
+        onDelta: (d) => {
+          if (d.afterSeq !== liveAfter) liveText.textContent = "";
+          liveAfter = d.afterSeq;
+          liveText.textContent += d.chunk;
+          live.hidden = liveText.textContent === "";
+        },
         onError: (e) => notices.fail("follow", "Following the journal", e),
         onOk: () => notices.ok("follow"),
       }),

@@ -64,6 +64,9 @@ export function codeFor(reason: FailureReason): Code {
     // A uid collision on create: astronomically unlikely, and the client can simply retry.
     case "session_exists":
       return Code.AlreadyExists;
+    // Tail from a seq after the one the next commit will take (docs/follow.md): no such record.
+    case "past_head":
+      return Code.OutOfRange;
     // "harness or model failure mid-turn (ERROR journaled) ... anything else"
     case "turn_failed":
     case "internal":

@@ -9,6 +9,7 @@ import { Audit } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
 import { EdgeRegistry } from "../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { Retention } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
+import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
@@ -25,6 +26,7 @@ import { createBlobsService } from "./blobs-service.js";
 import { createEdgeRegistryService, createRegistryService, type RegistryServiceOptions } from "./registry-service.js";
 import { createRetentionService } from "./retention-service.js";
 import { createSessionsService } from "./sessions-service.js";
+import { createTailService } from "./tail-service.js";
 
 export type RpcHandlers = Map<string, UniversalHandler>;
 
@@ -43,6 +45,7 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
   });
   router.service(Sessions, createSessionsService(env, guards));
   router.service(Audit, createAuditService(env));
+  router.service(Tail, createTailService(env));
   router.service(Retention, createRetentionService(env));
   router.service(Blobs, createBlobsService(env));
   const registry: RegistryServiceOptions = {

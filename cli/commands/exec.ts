@@ -8,6 +8,10 @@
  * With --session and no --input this is the contract's inputless Exec (§4.5 item 10): it recovers
  * the session's latest turn if it never ended, or else runs a turn with no inputs. A turn that
  * parks on a tool call awaiting approval ends OK with a `parked: …` line naming `agentctl approve`.
+ *
+ * A dropped connection does not lose the turn: it keeps running on the host, and the SDK
+ * re-attaches with Tail from the last record printed (a `reattaching` line on stderr), printing
+ * the rest once (sdk/client.ts).
  */
 import { readFile } from "node:fs/promises";
 import { create, toJson } from "@bufbuild/protobuf";
@@ -68,6 +72,10 @@ export const execCommand: Command = {
           ctx.out.write(formatRecord(r) + "\n");
         },
         onDelta: (d) => (ctx.json ? emit({ case: "delta", value: d }) : deltas.write(d.chunk, d.done)),
+        onReattach: (from, why) => {
+          deltas.endLine();
+          ctx.err.write(`exec: the stream dropped (${why}); reattaching from seq ${from}\n`);
+        },
       });
     } finally {
       // A stream cut off mid-chunk must not leave the error message on the same line.
@@ -82,7 +90,7 @@ export const execCommand: Command = {
  * (no `done` chunk, or a record arriving first) is ended with a newline before the next record
  * line, so every record still starts a line of its own.
  */
-function createDeltaWriter(ctx: CommandContext): { write(chunk: string, done: boolean): void; endLine(): void } {
+export function createDeltaWriter(ctx: CommandContext): { write(chunk: string, done: boolean): void; endLine(): void } {
   const w = ctx.outIsTty ? ctx.out : ctx.err;
   let open = false;
   const endLine = () => {

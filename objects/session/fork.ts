@@ -124,6 +124,7 @@ export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true
   const r = s.journal.seed(records, (seeded) => s.blobIndex.note(seeded));
   s.cache.reset();
   if (!r.ok) return failure("invalid_log", `fork prefix does not link at seq ${r.seq}: the parent changed under the fork; retry`);
+  s.followers.committed(records);
   return success(true);
 }
 

@@ -33,6 +33,7 @@ export type FailureReason =
   | "missing_executor"
   | "compaction_refused"
   | "harness_pinned"
+  | "past_head"
   | "turn_failed"
   | "internal";
 

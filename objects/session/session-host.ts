@@ -102,6 +102,22 @@ export class SessionHost {
     return success(recordStream(this._s.journal, from, to));
   }
 
+  /**
+   * Tail (docs/follow.md): the committed records from `from`, then (with `follow`) each record as
+   * it commits and the running turn's deltas, as enveloped TailResponses (followers.ts).
+   */
+  tail(from: bigint, follow: boolean): Outcome<ReadableStream<Uint8Array>> {
+    if (!this._s.exists()) return notFound();
+    const head = this._s.journal.head().seq;
+    if (from > head + 1n) {
+      return failure(
+        "past_head",
+        `from_seq ${from} is past the session's head (seq ${head}): the next record will be seq ${head + 1n}; Tail from at most that`,
+      );
+    }
+    return success(this._s.followers.open(from, follow));
+  }
+
   exec(req: ExecRequest): Promise<ExecStart> {
     return this._orGone(() => startExec(this._s, req));
   }

@@ -37,6 +37,7 @@ import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized, migrateSession } from "./schema.js";
 import { SessionCache } from "./session-cache.js";
+import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./session-view.js";
 import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
@@ -75,6 +76,8 @@ export interface SessionHostDeps {
    * bounded by maxEventBytes.
    */
   blobs?: SessionBlobDeps;
+  /** Heartbeat, idle limit and queue bound of Tail followers (followers.ts); defaults without. */
+  follow?: FollowLimits;
   /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
   cacheMaxBytes?: number;
   /** Where structured log lines go (one JSON object each); console.log by default. */
@@ -149,6 +152,8 @@ export class SessionState {
   readonly runtime: Runtime;
   /** Events from tunnel harnesses, waiting for the stream of a running execution. */
   readonly inbox = new StreamInbox();
+  /** Every Tail of this session: fed by `commit` after each transaction, and by the turn's deltas. */
+  readonly followers: Followers;
   live: LiveTurn | undefined;
   /**
    * Names this instance of the object in the leases its turns take: a restarted object has a new
@@ -170,6 +175,7 @@ export class SessionState {
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
     this.blobIndex = new SessionBlobs(d.db);
+    this.followers = new Followers(() => this.journal, d.follow);
   }
 
   exists(): boolean {
@@ -182,6 +188,7 @@ export class SessionState {
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
     this.cache.reset();
     this.blobIndex.forget();
+    this.followers.endAll(TailEndReason.GONE);
   }
 
   /** Stores this turn's large parts as blobs before their records commit; undefined without a bucket. */
@@ -372,7 +379,11 @@ export class SessionState {
       },
     });
     if (r.ok && !sameStates(after, before)) this.meta.committed(after, now);
-    if (r.ok) this.cache.appended(r.records);
+    if (r.ok) {
+      this.cache.appended(r.records);
+      // After the transaction: a follower never sees a staged or rolled-back record.
+      this.followers.committed(r.records);
+    }
     return r;
   }
 

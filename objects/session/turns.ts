@@ -226,7 +226,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         log: s.turnLog(),
         models: s.models(),
         observe,
-        onDelta: deltaRelay(out, live.executionId),
+        onDelta: deltaRelay(s, live, out),
         tools: s.toolDeps(),
         inputHash: s.inputHashes,
         blobs: s.blobWriter(),
@@ -338,7 +338,7 @@ async function recover(
     defaultHarness: DEFAULT_HARNESS,
     models: s.models(),
     observe,
-    onDelta: out && deltaRelay(out, live.executionId),
+    onDelta: deltaRelay(s, live, out),
     signal: live.abort.signal,
     inputHash: s.inputHashes,
   });
@@ -390,8 +390,13 @@ export function updateBytes(update: ExecUpdate["update"]): Uint8Array {
   return toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update }));
 }
 
-function deltaRelay(out: FrameSink, executionId: string) {
-  return (chunk: string, done: boolean) => out.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
+/** Deltas go to the Exec stream (if any) and to the session's followers, after the last committed record. */
+function deltaRelay(s: SessionState, live: LiveTurn, out?: FrameSink) {
+  return (chunk: string, done: boolean) => {
+    const executionId = live.executionId;
+    out?.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
+    s.followers.delta(s.journal.head().seq, executionId, chunk, done);
+  };
 }
 
 /** The record as the stream carries it: its stored event bytes, not a re-encoding (proto/passthrough.ts). */

@@ -28,6 +28,7 @@ const ROLE_OF: Record<string, Role> = {
   "agentsessions.edge.v1.Blobs/GetBlob": "read",
   "agentsessions.edge.v1.Retention/GetRetention": "read",
   "agentsessions.edge.v1.Retention/SetRetention": "admin",
+  "agentsessions.edge.v1.Tail/Tail": "read",
 };
 
 export function roleFor(service: string, method: string): Role {

@@ -11,6 +11,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Tail } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { MessageSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { EdgeRegistry } from "../../../proto/gen/agentsessions/edge/v1/placement_pb.js";
@@ -97,7 +98,7 @@ const errorOf = (p: Promise<unknown>) =>
 describe("authentication", () => {
   it("every RPC of every service refuses a missing or unknown key UNAUTHENTICATED, with a hint", async () => {
     let checked = 0;
-    for (const service of [Sessions, HarnessRegistry, EdgeRegistry, Audit]) {
+    for (const service of [Sessions, HarnessRegistry, EdgeRegistry, Audit, Tail]) {
       for (const method of service.methods) {
         for (const token of [undefined, "not-a-key"]) {
           const err = await callEmpty(service, method, token);
@@ -107,7 +108,9 @@ describe("authentication", () => {
       }
       expect(checked).toBeGreaterThan(0);
     }
-    expect(checked).toBe(2 * (Sessions.methods.length + HarnessRegistry.methods.length + EdgeRegistry.methods.length + Audit.methods.length));
+    expect(checked).toBe(
+      2 * (Sessions.methods.length + HarnessRegistry.methods.length + EdgeRegistry.methods.length + Audit.methods.length + Tail.methods.length),
+    );
     const err = await callEmpty(Sessions, Sessions.method.listSessions);
     expect(err!.rawMessage).toContain("AGENTSESSIONS_TOKEN");
   });

@@ -27,7 +27,10 @@ const pages: TestPage[] = [];
 beforeAll(async () => {
   [model, executor] = await Promise.all([startFakeOpenAi(), startFakeExecutor()]);
   [host, browser] = await Promise.all([
-    startHost({ vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url, MODEL_BASE_URL: model.url, MODEL_DEFAULT: "gpt-test" } }),
+    // A short idle limit makes the page's Tail stream reconnect often (the feed test below needs one).
+    startHost({
+      vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url, MODEL_BASE_URL: model.url, MODEL_DEFAULT: "gpt-test", TAIL_IDLE_LIMIT_MS: "2000" },
+    }),
     launchBrowser(),
   ]);
   // A harness of our own that reports token usage, so journals carry USAGE records.
@@ -144,13 +147,14 @@ describe("inspector in a browser", () => {
     await deep.locator("#rec-9.target").waitFor();
     expect(await deep.locator("#rec-9 .summary").textContent()).toBe("assistant: echo:second question");
 
-    // The journal's live feed loses the server for a moment: the page says so in its own words
-    // (no CLI advice), and the message goes once the next poll gets through.
-    await deep.route("**/agentsessions.v1.Sessions/Replay", (route) => route.abort("connectionrefused"));
+    // The journal's live feed (Tail) loses the server for a moment: the page says so in its own
+    // words (no CLI advice), and the message goes once it reconnects. The idle limit ends the open
+    // stream within 2 s; the reconnect meets the refused route.
+    await deep.route("**/agentsessions.edge.v1.Tail/Tail", (route) => route.abort("connectionrefused"));
     const alert = deep.getByRole("alert");
     await alert.getByText("Following the journal failed: network: no answer from the server. Is the host running?").waitFor({ timeout: 30_000 });
     expect(await alert.textContent()).not.toMatch(/--|agentctl|npm start/);
-    await deep.unroute("**/agentsessions.v1.Sessions/Replay");
+    await deep.unroute("**/agentsessions.edge.v1.Tail/Tail");
     await alert.waitFor({ state: "hidden", timeout: 30_000 });
     expectCleanPages(/Failed to load resource: net::ERR_CONNECTION_REFUSED/);
   });
@@ -171,6 +175,26 @@ describe("inspector in a browser", () => {
     expect(await turn).not.toBeInstanceOf(Error);
     await page.locator(".rec[data-kind=END]").waitFor({ timeout: 30_000 });
     await page.locator("section.turn .chip.state-completed").waitFor({ timeout: 30_000 });
+    expectCleanPages();
+  });
+
+  it("live text: a chat turn run elsewhere streams its text into the page, which gives way to the committed OUTPUT", async () => {
+    const s = await host.client.create({ project: "ui-live", name: "streaming", harness: "chat" });
+    const uid = s.metadata!.uid;
+    const page = await open(`/#${uid}`);
+    await page.getByText("No records yet").waitFor();
+    model.next = () => ({ kind: "slow", chunkMs: 250, chunks: 12 });
+    try {
+      const turn = host.client.exec({ session: uid, inputs: ["stream please"] });
+      await page.locator(".live-turn pre", { hasText: /w\d+\.0 w\d+\.1/ }).waitFor({ timeout: 30_000 });
+      expect(await page.locator(".rec[data-kind=OUTPUT]").count()).toBe(0);
+      const done = await turn;
+      await page.locator(".rec[data-kind=END]").waitFor({ timeout: 30_000 });
+      await page.locator(".live-turn").waitFor({ state: "hidden", timeout: 30_000 });
+      expect(await page.locator(".rec[data-kind=OUTPUT] .summary").textContent()).toBe(`assistant: ${done.outputs[0]}`);
+    } finally {
+      model.next = () => ({ kind: "answer" });
+    }
     expectCleanPages();
   });
 

@@ -6,6 +6,7 @@
 import { create, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
+import { Tail } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { HarnessMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
@@ -42,14 +43,14 @@ const UNCONSTRAINED = new Map([
 
 describe("strict numbers", () => {
   it("rules: every rule (and every stated exception) names an integer field that exists", () => {
-    const all = new Set([...Sessions.methods, ...HarnessRegistry.methods, ...Audit.methods].flatMap((m) => [...integerFields(m.input)]));
+    const all = new Set([...Sessions.methods, ...HarnessRegistry.methods, ...Audit.methods, ...Tail.methods].flatMap((m) => [...integerFields(m.input)]));
     for (const f of integerFields(EventSchema)) all.add(f);
     for (const f of integerFields(HarnessMessageSchema)) all.add(f);
     for (const key of [...Object.keys(NUMBER_RULES), ...UNCONSTRAINED.keys()]) expect(all, key).toContain(key);
   });
 
-  it("sweep: every integer field of every request (Sessions, HarnessRegistry, Audit) and every harness message has a rule or a stated reason to have none", () => {
-    const roots = [...Sessions.methods, ...HarnessRegistry.methods, ...Audit.methods].map((m) => m.input);
+  it("sweep: every integer field of every request (Sessions, HarnessRegistry, Audit, Tail) and every harness message has a rule or a stated reason to have none", () => {
+    const roots = [...Sessions.methods, ...HarnessRegistry.methods, ...Audit.methods, ...Tail.methods].map((m) => m.input);
     roots.push(HarnessMessageSchema);
     const missing = [...new Set(roots.flatMap((r) => [...integerFields(r)]))].filter((f) => !NUMBER_RULES[f] && !UNCONSTRAINED.has(f));
     expect(missing).toEqual([]);
