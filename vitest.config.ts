@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
@@ -6,7 +6,13 @@ import { defineConfig } from "vitest/config";
 
 // One temp folder per run for everything the tests make (servers' storage, CLI scratch files):
 // test/node/support/leak-check.ts fails the run when anything in it outlives the run.
-process.env.AGENTSESSIONS_TMP ??= mkdtempSync(join(tmpdir(), "agentsessions-run-"));
+if (!process.env.AGENTSESSIONS_TMP) {
+  const root = mkdtempSync(join(tmpdir(), "agentsessions-run-"));
+  process.env.AGENTSESSIONS_TMP = root;
+  // The node project's leak check has reported (and removed) what was left; a run of the worker
+  // project alone has no leak check, and tools may recreate the folder after it: it goes here.
+  process.on("exit", () => rmSync(root, { recursive: true, force: true }));
+}
 process.env.TMPDIR = process.env.AGENTSESSIONS_TMP;
 
 // Two projects, one per runtime (STYLE 25): code that runs in workerd is tested in the workers
