@@ -15,7 +15,7 @@ if (!process.env.AGENTSESSIONS_TMP) {
 }
 process.env.TMPDIR = process.env.AGENTSESSIONS_TMP;
 
-// Two projects, one per runtime (STYLE 25): code that runs in workerd is tested in the workers
+// Two projects, one per runtime: code that runs in workerd is tested in the workers
 // pool; the CLI, SDK, stores on sql.js and the integration tests against `wrangler dev` run in Node.
 export default defineConfig({
   test: {

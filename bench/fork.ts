@@ -1,5 +1,5 @@
 /**
- * Fork cost (BEHAVIOUR.md §4.7) against prefix length and child count, over HTTP against the
+ * Fork cost (docs/behaviour.md §4.7) against prefix length and child count, over HTTP against the
  * `wrangler dev` that bench/run.ts started. Prints wall times per Fork call and per child; it
  * asserts nothing.
  *

@@ -1,5 +1,5 @@
 /**
- * agentctl: the command-line client of an agentsessions host (BEHAVIOUR.md §7.4). `runCli` parses
+ * agentctl: the command-line client of an agentsessions host (docs/behaviour.md §7.4). `runCli` parses
  * the global flags, dispatches to one module per command under commands/, and maps failures to
  * exit statuses: 2 for a usage mistake, 1 for a failed RPC or check. It never prints tokens,
  * config bytes or stacks. Run by cli/bin/agentctl.js; tested in test/node/cli/.

@@ -1,5 +1,5 @@
 /**
- * How agentctl prints records and sessions for a person (BEHAVIOUR.md §7.4): records as
+ * How agentctl prints records and sessions for a person (docs/behaviour.md §7.4): records as
  * `seq=N  KIND  role: text`, or `seq=N  KIND  detail` for events without a message; sessions with
  * their states stripped of enum prefixes. `--json` output does not go through here.
  * Used by the exec, replay, get, list, resume and approve/deny commands; tested in test/node/cli/.

@@ -1,5 +1,5 @@
 /**
- * The conformance case format (STYLE 32): cases are data, read from `conformance/cases/*.yaml`, and
+ * The conformance case format: cases are data, read from `conformance/cases/*.yaml`, and
  * validated strictly on load, because a misspelt assertion key (`equals:` for `equal:`) would
  * otherwise be ignored and the case would pass without checking anything.
  *
@@ -17,7 +17,7 @@ export type Json = null | boolean | number | string | Json[] | { [k: string]: Js
 export interface Case {
   id: string;
   title: string;
-  /** The spec section the case checks, e.g. "BEHAVIOUR.md §4.5.4, §8.17 item 161" (STYLE 33). */
+  /** The spec section the case checks, e.g. "docs/behaviour.md §4.5 item 4, checklist §8.17 item 161". */
   spec: string;
   tags: string[];
   steps: Step[];
@@ -113,7 +113,7 @@ function checkCase(raw: unknown, file: string): Case {
   for (const k of ["id", "title", "spec"]) {
     if (typeof raw[k] !== "string" || raw[k] === "") throw new Error(`${where}: ${k} is required`);
   }
-  // STYLE 33: every case names the section it checks.
+  // Every case names the section of the docs it checks.
   if (!String(raw.spec).includes("§")) throw new Error(`${where}: spec must cite a section (§…)`);
   if (!Array.isArray(raw.steps) || raw.steps.length === 0) throw new Error(`${where}: steps is a non-empty list`);
   const steps = raw.steps.map((s, i) => checkStep(s, `${where} step ${i + 1}`));

@@ -79,7 +79,7 @@ function checkView(e: Expect, view: unknown): string[] {
   return out;
 }
 
-/** BEHAVIOUR.md §4.3: create_time descending, then uid ascending (a total order). */
+/** docs/behaviour.md §4.3: create_time descending, then uid ascending (a total order). */
 function checkSessionOrder(p: string, view: unknown): string[] {
   const rows = listAt(view, p).map((s) => ({
     t: timestampNanos(getPath(s, "metadata.createTime")),

@@ -28,7 +28,7 @@ export interface CaseResult {
 
 /**
  * `pass`; `fail` (unexpected); `known` (failed and listed in known-failing.txt); `fixed` (listed
- * but passed: an unexpected result too, so the list is kept honest, STYLE 34).
+ * but passed: an unexpected result too, so the list is kept honest).
  */
 export type Status = "pass" | "fail" | "known" | "fixed";
 

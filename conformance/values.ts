@@ -70,7 +70,7 @@ export function isDefault(v: unknown): boolean {
 
 /**
  * Deep equality for proto3-JSON. int64 is a JSON string, so 5 equals "5"; a field missing on one
- * side equals the default value on the other (proto3-JSON omits defaults, CONTRACT.md §7.2).
+ * side equals the default value on the other (proto3-JSON omits defaults, docs/contract.md §7.2).
  */
 export function jsonEqual(actual: unknown, expected: unknown): boolean {
   if (actual === undefined || expected === undefined) return isDefault(actual) && isDefault(expected);

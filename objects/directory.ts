@@ -1,6 +1,6 @@
 /**
  * Directory: one Durable Object per tenant holding its session index (ListSessions), the chain
- * heads its sessions reported, and its harness registry (HarnessRegistry; BEHAVIOUR.md §6.4).
+ * heads its sessions reported, and its harness registry (HarnessRegistry; docs/behaviour.md §6.4).
  * Thin: the SQL lives in objects/directory/directory-store.ts and registry-store.ts.
  *
  * Its alarm runs the tenant's retention policies (docs/retention.md): each run deletes one bounded

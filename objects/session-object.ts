@@ -1,7 +1,7 @@
 /**
  * SessionObject: the Durable Object that is the single writer of one session's journal.
  *
- * Thin on purpose (STYLE 14): the constructor wires SQLite storage, the clock, the configured
+ * Thin on purpose: the constructor wires SQLite storage, the clock, the configured
  * harnesses and model provider, the Directory and erasure; each RPC method decodes its arguments
  * and delegates to SessionHost (objects/session/). Results cross the RPC boundary as data
  * (outcomes and protobuf bytes), never as thrown errors.

@@ -1,11 +1,11 @@
 /**
- * The canonical form and content hash of journal records (CONTRACT.md §7).
+ * The canonical form and content hash of journal records (docs/contract.md §7).
  *
  * content_hash = lowercase hex SHA-256 of the RFC 8785 (JCS) serialization of
  * {"event": <proto3-JSON of the normalized Event, proto field names>, "prev_hash": "...", "seq": "<decimal>"}.
  *
  * Used by the journal (objects/journal), the CLI verifier (cli/) and tests. Everything here is
- * synchronous so an append can hash inside `transactionSync` (PLATFORM.md, "Hashing inside an
+ * synchronous so an append can hash inside `transactionSync` (docs/platform.md, "Hashing inside an
  * append"). Tested by test/node/proto/canon.test.ts against the golden vectors of §7.4.
  *
  * The canonical string itself comes from canonical-json.ts, which has no crypto in it, so the
@@ -47,7 +47,7 @@ export function eventToStoredBytes(event: Event): Uint8Array {
 }
 
 /**
- * spec_digest of a harness registration (CONTRACT.md §7.6): "sha256:" + hex of the JCS of the
+ * spec_digest of a harness registration (docs/contract.md §7.6): "sha256:" + hex of the JCS of the
  * spec's proto3-JSON. Also returns the canonical string so callers can enforce the 4096-byte limit.
  */
 export function specDigest(spec: HarnessSpec): { digest: string; canonical: string } {
@@ -56,7 +56,7 @@ export function specDigest(spec: HarnessSpec): { digest: string; canonical: stri
 }
 
 /**
- * ModelCall.input_hash (CONTRACT.md §7.7, our definition): lowercase hex SHA-256 of the JCS of the
+ * ModelCall.input_hash (docs/contract.md §7.7, our definition): lowercase hex SHA-256 of the JCS of the
  * proto3-JSON (proto names) of the wire ModelCall with `id` and `input_hash` cleared. It covers
  * model, params, messages, tools and tool_choice. Part of the journal format: see docs/journal.md.
  */

@@ -1,5 +1,5 @@
 /**
- * Identifier formats (CONTRACT.md §9): session uids are `sess-` + 24 lowercase hex, execution and
+ * Identifier formats (docs/contract.md §9): session uids are `sess-` + 24 lowercase hex, execution and
  * model-call ids 16 lowercase hex. Branded so a seq, a uid and a hash cannot be swapped by mistake.
  */
 

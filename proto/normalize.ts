@@ -1,5 +1,5 @@
 /**
- * The normal form of a journaled Event (CONTRACT.md §7.3, "Go-normal form").
+ * The normal form of a journaled Event (docs/contract.md §7.3, "Go-normal form").
  *
  * What is hashed is exactly what is stored and served, and a verifier that decodes the stored bytes
  * and re-hashes must get the same answer. So every event is normalized once, before it is hashed and
@@ -156,7 +156,7 @@ function normalizeToolCall(c: ToolCall): void {
 }
 
 function normalizeToolResult(r: ToolResult): void {
-  // Unknown ToolResult.Code numbers are preserved (CONTRACT.md §7.3).
+  // Unknown ToolResult.Code numbers are preserved (docs/contract.md §7.3).
   r.content = r.content.map(normalizePart);
 }
 

@@ -1,6 +1,6 @@
 /**
  * Chain verification: walk records in seq order, check each prev_hash link and recompute each
- * content hash from the stored event bytes (CONTRACT.md §7.1).
+ * content hash from the stored event bytes (docs/contract.md §7.1).
  *
  * One implementation serves the SessionObject (Audit.Verify), `agentctl verify` (over Replay) and
  * tests. Incremental (`push` one record at a time) so long journals verify page by page. The rules

@@ -1,5 +1,5 @@
 /**
- * The Harness SPI (CONTRACT.md §6.2): what an agent implements to run under a session host.
+ * The Harness SPI (docs/contract.md §6.2): what an agent implements to run under a session host.
  *
  * A harness is two methods. `describe` says who it is and what it needs; `run` executes exactly one
  * execution (turn) and reaches the world only through its `sink`: the host records every model call,

@@ -1,5 +1,5 @@
 /**
- * The Runtime SPI (CONTRACT.md §6.1, BEHAVIOUR.md §5.1): how a session's compute is placed,
+ * The Runtime SPI (docs/contract.md §6.1, docs/behaviour.md §5.1): how a session's compute is placed,
  * checkpointed, restored, forked and stopped. The SessionObject drives it; the built-in runtime
  * (runtimes/builtin/runtime.ts) runs harnesses in the session's own isolate, and remote backends
  * implement the same interface over HTTP. Plain TypeScript with no Cloudflare imports.

@@ -1,7 +1,7 @@
 /**
  * Starts a real `wrangler dev` (workerd with SQLite storage on disk) on free loopback ports, for
  * integration tests, the conformance run and the benchmarks. The process runs in its own process
- * group so stop() and kill() take wrangler and both workerd children down together (PLATFORM.md P9).
+ * group so stop() and kill() take wrangler and both workerd children down together (docs/platform.md P9).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";

@@ -80,7 +80,7 @@ export interface ForkOptions {
   labels?: Record<string, string>;
 }
 
-/** Why a caller cancels (CONTRACT.md §9); the server defaults to USER. */
+/** Why a caller cancels (docs/contract.md §9); the server defaults to USER. */
 export type CancelReason = "USER" | "TIMEOUT" | "INTERNAL";
 
 export interface CancelOptions {
@@ -90,7 +90,7 @@ export interface CancelOptions {
 }
 
 /**
- * One decision on a parked tool call (BEHAVIOUR.md §4.11). The tuple names the APPROVAL_REQUEST, as
+ * One decision on a parked tool call (docs/behaviour.md §4.11). The tuple names the APPROVAL_REQUEST, as
  * the session's `pending_approval` shows it; a stale or foreign tuple is FAILED_PRECONDITION.
  */
 export interface ApproveOptions {
@@ -151,7 +151,7 @@ export class SessionsClient {
       useBinaryFormat: opts.binary ?? true,
       useHttpGet: opts.httpGet ?? false,
       interceptors,
-      // connect-web asks for redirect "error", which workerd refuses (PLATFORM.md, P3).
+      // connect-web asks for redirect "error", which workerd refuses (docs/platform.md P3).
       fetch: (input, init) => f(input, { ...init, redirect: "manual" }),
     });
     this.raw = createClient(Sessions, transport);
@@ -215,7 +215,7 @@ export class SessionsClient {
   }
 
   /**
-   * Fork (BEHAVIOUR.md §4.7): children whose journals are the parent's records 1..at verbatim plus
+   * Fork (docs/behaviour.md §4.7): children whose journals are the parent's records 1..at verbatim plus
    * a LIFECYCLE(FORK, "parent@<at>") marker; all children or none. The parent is untouched, unless
    * its harness keeps its state in memory: then the fork is at the head only, the parent is
    * checkpointed (a SUSPEND) and every child is a clone of its memory (docs/lifecycle.md).

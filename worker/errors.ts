@@ -1,5 +1,5 @@
 /**
- * The one place a session-layer outcome becomes a Connect code (BEHAVIOUR.md §4.12, STYLE 9).
+ * The one place a session-layer outcome becomes a Connect code (docs/behaviour.md §4.12).
  * Each case names the row of the §4.12 table it implements.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -53,7 +53,7 @@ export function codeFor(reason: FailureReason): Code {
       return Code.DeadlineExceeded;
     case "canceled":
       return Code.Canceled;
-    // DESIGN.md §4: an event over the row limit is refused before anything is journaled.
+    // docs/design.md §4: an event over the row limit is refused before anything is journaled.
     case "event_too_large":
     // The tenant's concurrent-execution limit (docs/security.md): retry when a turn ends.
     case "tenant_busy":
@@ -78,7 +78,7 @@ export function connectErrorFrom(f: Failure): ConnectError {
   return new ConnectError(f.message, codeFor(f.reason));
 }
 
-/** Anything unrecognised: the wire says only "internal error" (STYLE 11); the cause stays here. */
+/** Anything unrecognised: the wire says only "internal error"; the cause stays here. */
 export function internalError(cause: unknown): ConnectError {
   return new ConnectError("internal error", Code.Internal, undefined, undefined, cause);
 }

@@ -1,7 +1,7 @@
 /**
  * The innermost interceptor: an exception that is not a ConnectError (a Durable Object that threw,
  * a storage fault, a bug) leaves as INTERNAL "internal error", never as connect-es's UNKNOWN with
- * the raw message (STYLE 11, BEHAVIOUR.md §4.12). One error-level line records the fault's kind
+ * the raw message (docs/behaviour.md §4.12). One error-level line records the fault's kind
  * and the code location it came from, never its message; the request log line follows.
  */
 import { ConnectError, type Interceptor } from "@connectrpc/connect";

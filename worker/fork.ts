@@ -1,5 +1,5 @@
 /**
- * Fork fan-out (BEHAVIOUR.md §4.7), orchestrated by the Worker because it spans many Durable
+ * Fork fan-out (docs/behaviour.md §4.7), orchestrated by the Worker because it spans many Durable
  * Objects: validate, ask the parent for its fork point, read the parent's prefix once, packed
  * (objects/journal/record-pack.ts), then build each child (begin, seed, seal with its FORK marker)
  * in as few calls as the 32 MiB call limit allows (one for most prefixes), sixteen children at a

@@ -1,5 +1,5 @@
 /**
- * The HarnessRegistry service (CONTRACT.md §2.3, §4.4, §8; BEHAVIOUR.md §6.4) as the Worker serves
+ * The HarnessRegistry service (docs/contract.md §2.3, §4.4, §8; docs/behaviour.md §6.4) as the Worker serves
  * it: validate the name and spec, compute spec_digest (§7.6), refuse what this host cannot serve,
  * and keep the registrations in the caller's tenant Directory (objects/directory/registry-store.ts).
  *
@@ -51,7 +51,7 @@ import { internalError } from "./errors.js";
 
 /** docs/contract.md §7.6: the canonical spec may not exceed this many bytes (nor our binary placement beside it). */
 export const MAX_CANONICAL_SPEC_BYTES = 4096;
-/** CONTRACT.md §4.4 RetireHarnessRequest.reason. */
+/** docs/contract.md §4.4 RetireHarnessRequest.reason. */
 export const MAX_RETIRE_REASON_BYTES = 1024;
 export const DEFAULT_HARNESS_PAGE = 50;
 export const MAX_HARNESS_PAGE = 500;
@@ -182,7 +182,7 @@ function createRegistryCore(env: ConfigEnv, directoryOf: (tenant: TenantId) => R
   const config = hostConfig(env);
   const served = opts.served ?? servedBuiltins(config);
   const reserved = new Set(opts.reserved ?? BUILTIN_NAMES);
-  // §8 "else INTERNAL": a storage or RPC failure says only "internal error" on the wire (STYLE 11).
+  // §8 "else INTERNAL": a storage or RPC failure says only "internal error" on the wire.
   const stored = async <T>(call: (d: RegistryDirectory) => Promise<T>, ctx: HandlerContext): Promise<T> => {
     try {
       return await call(directoryOf(callerOf(ctx).tenant));

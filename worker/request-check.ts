@@ -3,13 +3,13 @@
  * router would answer as INTERNAL: a binary message that does not decode (truncated, a bad varint
  * or wire type, nested past the recursion limit) and an envelope flagged compressed when no
  * encoding was negotiated. connect-es blames the server for both, while the same mistake in JSON
- * is INVALID_ARGUMENT; BEHAVIOUR.md §4.12 makes a malformed request INVALID_ARGUMENT, and every
+ * is INVALID_ARGUMENT; docs/behaviour.md §4.12 makes a malformed request INVALID_ARGUMENT, and every
  * INTERNAL is logged at error level, so any client could fill the error log (found by
  * test/node/fuzz). The answer is in the caller's protocol: Connect unary, Connect streaming,
  * gRPC or gRPC-Web. Anything else about the request is left to the router.
  *
  * Plain gRPC is refused here too, UNIMPLEMENTED: its status travels in HTTP trailers, which a
- * Worker cannot send, so a stream would end with no status at all (DESIGN.md: clients speak
+ * Worker cannot send, so a stream would end with no status at all (docs/design.md: clients speak
  * Connect or gRPC-Web). The refusal itself is trailers-only, which gRPC clients do read.
  */
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";

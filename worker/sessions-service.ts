@@ -1,7 +1,7 @@
 /**
- * The Sessions service (CONTRACT.md §2.1) as the Worker serves it: validate, resolve the caller's
+ * The Sessions service (docs/contract.md §2.1) as the Worker serves it: validate, resolve the caller's
  * tenant, route to the session's Durable Object (or the tenant's Directory) and translate outcomes.
- * No session logic lives here (DESIGN.md §2).
+ * No session logic lives here (docs/design.md §2).
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
@@ -156,7 +156,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       return fromBinary(SessionSchema, r.value);
     },
     async fork(req, ctx) {
-      // Validation order and messages follow BEHAVIOUR.md §4.7: identity first, never echoing it.
+      // Validation order and messages follow docs/behaviour.md §4.7: identity first, never echoing it.
       if (req.identity !== undefined) {
         throw new ConnectError("ForkRequest.identity is unsupported: per-child principals are not enforced", Code.InvalidArgument);
       }
@@ -175,7 +175,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       return { children: await forkSession(env, callerOf(ctx).tenant, uid, req, callerOf(ctx).requestId) };
     },
     async approve(req, ctx) {
-      // BEHAVIOUR.md §4.11: every field is required, and an absent decision is never read as a denial.
+      // docs/behaviour.md §4.11: every field is required, and an absent decision is never read as a denial.
       const uid = requireUid(req.session, "session");
       if (!req.executionId || !req.toolCallId)
         throw new ConnectError(

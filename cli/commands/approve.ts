@@ -1,5 +1,5 @@
 /**
- * `agentctl approve` and `agentctl deny` (BEHAVIOUR.md §4.11): decide a tool call parked on an
+ * `agentctl approve` and `agentctl deny` (docs/behaviour.md §4.11): decide a tool call parked on an
  * approval gate, then Resume the session so the turn finishes (approved: the executor runs the call
  * once; denied: an APPROVAL_DENIED receipt). Without a tuple the pending request is read from
  * GetSession's `pending_approval`; with one, all of --execution, --tool-call and --request-seq.

@@ -1,5 +1,5 @@
 /**
- * `agentctl create`: CreateSession (BEHAVIOUR.md §4.1). Prints `session <uid>`, or the Session as
+ * `agentctl create`: CreateSession (docs/behaviour.md §4.1). Prints `session <uid>`, or the Session as
  * proto3-JSON with --json.
  */
 import { toJson } from "@bufbuild/protobuf";

@@ -1,5 +1,5 @@
 /**
- * `agentctl exec`: runs one turn (BEHAVIOUR.md §4.5) and prints it as it streams: a
+ * `agentctl exec`: runs one turn (docs/behaviour.md §4.5) and prints it as it streams: a
  * `session <uid>` line, then each committed record. Streamed model deltas are never journaled:
  * on a terminal they are shown inline on stdout, ahead of the OUTPUT record that commits them;
  * when stdout is a pipe or file they go to stderr, so stdout stays one record per line. With --json

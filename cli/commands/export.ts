@@ -1,7 +1,7 @@
 /**
  * `agentctl export`: writes a session's journal to a standalone SQLite file, one row per record,
  * `event` holding the exact protobuf bytes of the record's Event, so anyone who knows only the
- * contract can re-verify the chain offline (CONTRACT.md §7; the check is in
+ * contract can re-verify the chain offline (docs/contract.md §7; the check is in
  * test/node/cli/export.test.ts). Built in memory with sql.js and written once. Every blob the
  * records reference is written beside it, `blobs/<sha256>` (docs/blobs.md "Export"), each checked
  * against its digest as it arrives.

@@ -1,5 +1,5 @@
 /**
- * `agentctl fork`: Sessions.Fork (BEHAVIOUR.md §4.7, §7.5). Prints one line per child,
+ * `agentctl fork`: Sessions.Fork (docs/behaviour.md §4.7, §7.5). Prints one line per child,
  * `child <uid> parent=<uid> fork_seq=N name=<name>`, or each child Session as proto3-JSON with
  * --json. The server owns the limits (count 1..128, at most the head); the CLI only refuses
  * --names that cannot match --count, since that is a typo it can see without a round trip.

@@ -1,5 +1,5 @@
 /**
- * `agentctl get`: GetSession (BEHAVIOUR.md §4.2). Prints a short summary (with a pending_approval
+ * `agentctl get`: GetSession (docs/behaviour.md §4.2). Prints a short summary (with a pending_approval
  * row while a parked tool call awaits a decision), or the Session as proto3-JSON with --json.
  */
 import { toJson } from "@bufbuild/protobuf";

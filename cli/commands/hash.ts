@@ -1,5 +1,5 @@
 /**
- * `agentctl hash`: the content hash of one event read as proto3-JSON on stdin (CONTRACT.md §7).
+ * `agentctl hash`: the content hash of one event read as proto3-JSON on stdin (docs/contract.md §7).
  * Offline: no server is contacted. The event is normalized first (§7.3), as the journal would
  * before hashing it; both proto field names and lowerCamelCase JSON names are accepted.
  */

@@ -1,5 +1,5 @@
 /**
- * `agentctl list`: ListSessions, walking every page (BEHAVIOUR.md §4.3, §7.4). One line per
+ * `agentctl list`: ListSessions, walking every page (docs/behaviour.md §4.3, §7.4). One line per
  * session, or one Session proto3-JSON object per line with --json.
  */
 import { toJson } from "@bufbuild/protobuf";

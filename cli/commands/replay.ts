@@ -1,5 +1,5 @@
 /**
- * `agentctl replay`: streams committed records verbatim (BEHAVIOUR.md §4.6), in the same format as
+ * `agentctl replay`: streams committed records verbatim (docs/behaviour.md §4.6), in the same format as
  * exec, or one LogRecord proto3-JSON object per line with --json. With --resolve every blob
  * reference (docs/blobs.md) is replaced by the part it stands for, each blob checked against its
  * digest: for reading (a resolved record no longer matches its content_hash; verify checks those).

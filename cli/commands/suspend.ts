@@ -1,5 +1,5 @@
 /**
- * `agentctl suspend`: Sessions.Suspend (BEHAVIOUR.md §4.8, §7.5). The host snapshots the session
+ * `agentctl suspend`: Sessions.Suspend (docs/behaviour.md §4.8, §7.5). The host snapshots the session
  * and journals LIFECYCLE(SUSPEND); a running turn is never interrupted (aborted: Cancel it first).
  * Prints `session <uid> suspend compute=COLD last_seq=N`, or the Session as proto3-JSON with --json.
  */

@@ -1,6 +1,6 @@
 /**
  * `agentctl verify`: fetches a session's whole journal with Replay and checks it locally: every
- * seq, every prev_hash link, every content hash recomputed from the served event (CONTRACT.md
+ * seq, every prev_hash link, every content hash recomputed from the served event (docs/contract.md
  * §7.1, proto/verify.ts). The server is not trusted to vouch for itself.
  *
  * With --replay it also asks the host's Audit.Verify to re-run every completed execution against

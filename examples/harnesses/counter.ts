@@ -1,7 +1,7 @@
 /**
  * An example harness whose state lives in memory: an integer that each execution increments and
  * outputs. It never reads `start.history`, so a replay could not rebuild the count; that is what
- * RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT declares (CONTRACT.md §6.2, I4): only runtimes that
+ * RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT declares (docs/contract.md §6.2, I4): only runtimes that
  * snapshot memory may place it, and it forks by clone, not by replay, so it is not fork_safe.
  * A host without memory snapshots refuses sessions on it (FAILED_PRECONDITION) before running it.
  *

@@ -1,5 +1,5 @@
 /**
- * The controller's own failure conditions (BEHAVIOUR.md §2). They stay inside the Durable Object:
+ * The controller's own failure conditions (docs/behaviour.md §2). They stay inside the Durable Object:
  * a turn's error is classified once, by `classifyTurnError`, into the code its ERROR record
  * carries and the reason the session layer reports (worker/errors.ts maps that reason to the
  * same code on the wire; test/node/controller/turn-errors.test.ts pins that they agree).
@@ -100,9 +100,9 @@ export class HarnessMismatchError extends Error {
 }
 
 /**
- * The harness a recorded execution needs is served but did not describe itself (§8.13 #88): its
+ * The harness a recorded execution needs is served but did not describe itself (checklist §8.13 #88): its
  * cause is kept. `answered`: it answered with an error (not a timeout or a lost connection), which
- * retrying will not change (§8.16 #150).
+ * retrying will not change (checklist §8.16 #150).
  */
 export class HarnessDescribeError extends Error {
   readonly answered: boolean;

@@ -1,5 +1,5 @@
 /**
- * Splits a journal into executions (BEHAVIOUR.md §2.4, step 1-2) and checks what replay and
+ * Splits a journal into executions (docs/behaviour.md §2.4, step 1-2) and checks what replay and
  * recovery rely on: every non-lifecycle record names its execution, each execution starts with
  * exactly one EXECUTION_START, its INPUTs follow the marker, `input_count` matches them (§2.6), and
  * an approval gate's records come in order with nothing between them (§4.11, checklist §8.14 #94,
@@ -194,7 +194,7 @@ function stepGate(gates: Map<string, OpenGate>, executionId: string, seq: bigint
   switch (event.kind) {
     case EventKind.EVENT_TOOL_CALL:
       if (event.body.case === "tool" && event.body.value.mediation === Mediation.REQUIRES_APPROVAL) {
-        // A gate is correlated by its call id: live refuses an empty one before the intent (§8.14 #93).
+        // A gate is correlated by its call id: live refuses an empty one before the intent (checklist §8.14 #93).
         if (event.body.value.id === "") return `the approval-gated tool call at ${seq} has no id`;
         gates.set(executionId, { callId: event.body.value.id, callSeq: seq, next: EventKind.EVENT_APPROVAL_REQUEST });
       }
@@ -226,7 +226,7 @@ function misplacedCompaction(ex: Execution, seq: bigint, event: Event, prev: Eve
 export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail: string };
 
 /**
- * Input completeness (BEHAVIOUR.md §2.6): the marker must record a non-negative count equal to
+ * Input completeness (docs/behaviour.md §2.6): the marker must record a non-negative count equal to
  * the committed INPUTs, each of which carries a message. Fewer inputs on an execution that never ran is an incomplete invocation.
  */
 export function checkInputs(ex: Execution): InputCheck {

@@ -1,5 +1,5 @@
 /**
- * The recovery preflight for approval gates (BEHAVIOUR.md §8.14 #117): before Resume mints a fence
+ * The recovery preflight for approval gates (checklist §8.14 #117): before Resume mints a fence
  * or runs the harness, every gate of the execution it would re-drive must correlate: the request
  * names its call, the decision names that call and request, the receipt names the call, the
  * request and the decision and agrees with the decision. The record order is the parser's

@@ -1,5 +1,5 @@
 /**
- * Harness identity for replay and recovery (BEHAVIOUR.md §2.7): the harness recorded in an
+ * Harness identity for replay and recovery (docs/behaviour.md §2.7): the harness recorded in an
  * execution's start marker must be served here, and a recorded version must match the served one
  * exactly (whitespace-sensitive; an empty recorded version is not checked).
  */

@@ -1,5 +1,5 @@
 /**
- * The live event sink: record before effect (BEHAVIOUR.md §1.5).
+ * The live event sink: record before effect (docs/behaviour.md §1.5).
  *
  * Every harness call is journaled before the harness sees its result: MODEL_CALL before the
  * provider is invoked, OUTPUT after it answers. Calls are serialized (one outstanding request per
@@ -213,7 +213,7 @@ export class LiveSink implements EventSink {
   /** Completes a decided approval gate (recovery). Called from inside the recorded sink. */
   completeGate(call: ToolCall, requestSeq: bigint, decision: { approved: boolean; reason: string; seq: bigint }): Promise<ToolResult> {
     this._check();
-    // A gate is only completed by the kind of harness that may open one (§8.14 #118), and only
+    // A gate is only completed by the kind of harness that may open one (checklist §8.14 #118), and only
     // for a call it can name (a gate without a call id is evidence this host never writes: #93).
     if (!this._tools.approvalsAllowed) {
       return Promise.reject(
@@ -276,7 +276,7 @@ export class LiveSink implements EventSink {
   /**
    * Every append of the turn. A failed one (refused or a storage fault) latches: the harness saw
    * no result for an effect that is not on record, so it must not carry on as if it had one (a
-   * swallowed failure would let the turn complete without, say, its gated call: §8.14 #108, #113).
+   * swallowed failure would let the turn complete without, say, its gated call: checklist §8.14 #108, #113).
    */
   private _append(events: readonly Event[]) {
     try {
@@ -320,7 +320,7 @@ export class LiveSink implements EventSink {
   }
 }
 
-/** The request as the harness issued it, in wire form: what input_hash covers (CONTRACT.md §7.7). */
+/** The request as the harness issued it, in wire form: what input_hash covers (docs/contract.md §7.7). */
 export function wireModelCall(req: ModelRequest): ModelCall {
   const call = create(ModelCallSchema, { model: req.model, params: req.params ?? {}, tools: req.tools ?? [], toolChoice: req.toolChoice });
   // The harness's messages as they are: create() would visit each to check it is a Message, which

@@ -1,5 +1,5 @@
 /**
- * One live execution (BEHAVIOUR.md §1.4): EXECUTION_START and the INPUTs in one transaction under
+ * One live execution (docs/behaviour.md §1.4): EXECUTION_START and the INPUTs in one transaction under
  * the caller's CAS and a freshly minted fence, then Run with the live sink, then END or ERROR.
  *
  * If the first append is refused nothing was written and the harness never runs. After Run the

@@ -1,5 +1,5 @@
 /**
- * The replay and resume sinks (BEHAVIOUR.md §2.4-2.5): serve an execution's recorded effects, in
+ * The replay and resume sinks (docs/behaviour.md §2.4-2.5): serve an execution's recorded effects, in
  * order, to a harness that re-runs it, and fail with ReplayDivergedError the moment it asks for
  * something else.
  *
@@ -122,7 +122,7 @@ export class RecordedSink implements EventSink {
       const rec = this._peek();
       if (!rec) return this._live().toolCall(call, opts);
       // Inside the recorded prefix a call the host would refuse cannot be the recorded one: the
-      // harness did something else than it did live (§8.3 #20, §8.12 #70), a divergence there.
+      // harness did something else than it did live (checklist §8.3 #20, checklist §8.12 #70), a divergence there.
       const refused = toolCallRefusal(call);
       if (refused)
         throw this._diverge(

@@ -1,5 +1,5 @@
 /**
- * Controller replay (BEHAVIOUR.md §2.4): re-run every completed execution against the journal with
+ * Controller replay (docs/behaviour.md §2.4): re-run every completed execution against the journal with
  * the replay sink. Nothing is invoked (I1) and nothing is written (I5); the report says what the
  * harness produced, where it diverged, and how many live model calls happened (must be 0).
  * Used by the Audit service; tested in test/node/controller/replay.test.ts.

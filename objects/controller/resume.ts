@@ -1,5 +1,5 @@
 /**
- * Controller recovery (BEHAVIOUR.md §2.5): re-drive the latest execution when it never ended.
+ * Controller recovery (docs/behaviour.md §2.5): re-drive the latest execution when it never ended.
  *
  * The harness is re-run with the recorded Start (same execution id, inputs, config, cursor;
  * history = everything before the execution). Recorded effects are served; a trailing MODEL_CALL
@@ -69,11 +69,11 @@ export async function resumeLatest(journal: LoggedEvent[] | ParsedLog, o: Resume
   if (!parsed.ok) return { kind: "invalid", detail: parsed.detail, incomplete: false };
   const ex = latestExecution(parsed);
   if (!ex) return { kind: "noop" };
-  // Checked before the finished-turn no-op: a count-short completed turn is malformed, not done (§8.17 #181).
+  // Checked before the finished-turn no-op: a count-short completed turn is malformed, not done (checklist §8.17 #181).
   const inputs = checkInputs(ex);
   if (!inputs.ok) return { kind: "invalid", detail: inputs.detail, incomplete: inputs.incomplete };
   if (ex.endState !== undefined) return { kind: "noop" };
-  // A gate that does not correlate diverges before anything runs or is appended (§8.14 #117).
+  // A gate that does not correlate diverges before anything runs or is appended (checklist §8.14 #117).
   const gate = gateMismatch(ex);
   if (gate) return { kind: "diverged", detail: `replay diverged at seq ${gate.seq}: ${gate.detail}` };
   let served;

@@ -1,7 +1,7 @@
 /**
- * What the host accepts as a host-executed tool call before it records the intent (BEHAVIOUR.md
+ * What the host accepts as a host-executed tool call before it records the intent (docs/behaviour.md
  * §1.5): a host tier, an idempotency key, and arguments that are plain JSON. And the identity a
- * re-issued call must have on replay or recovery (§8.12 #63-70).
+ * re-issued call must have on replay or recovery (checklist §8.12 #63-70).
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";

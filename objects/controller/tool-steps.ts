@@ -1,6 +1,6 @@
 /**
  * The host side of tool calls, shared by the live sink and the recorded sink's live tail
- * (BEHAVIOUR.md §1.5, §4.11): validation before intent, the intent, the executor, the receipt, and
+ * (docs/behaviour.md §1.5, §4.11): validation before intent, the intent, the executor, the receipt, and
  * the approval gate (TOOL_CALL + APPROVAL_REQUEST, then park).
  */
 import { create } from "@bufbuild/protobuf";

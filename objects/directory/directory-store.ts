@@ -1,9 +1,9 @@
 /**
- * A tenant's session index (DESIGN.md §2, `Directory`): one row per session with the rendered
+ * A tenant's session index (docs/design.md §2, `Directory`): one row per session with the rendered
  * Session as of its last change, for ListSessions; and the chain head (seq, hash) each session
  * reported, so an auditor can tell a truncated journal from an intact one.
  *
- * Paging is keyset over (create_ms DESC, uid ASC) (BEHAVIOUR.md §4.3): the page token names the
+ * Paging is keyset over (create_ms DESC, uid ASC) (docs/behaviour.md §4.3): the page token names the
  * last row returned and the next page continues strictly after it, so sessions created mid-walk
  * are never skipped or repeated. Tested in test/node/directory/directory-store.test.ts.
  */

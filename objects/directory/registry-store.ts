@@ -1,5 +1,5 @@
 /**
- * A tenant's harness registry (CONTRACT.md §2.3, §4.4; BEHAVIOUR.md §6.4): one row per registered
+ * A tenant's harness registry (docs/contract.md §2.3, §4.4; docs/behaviour.md §6.4): one row per registered
  * name with its immutable spec (binary HarnessSpec), its spec_digest, the placement this host keeps
  * beside the spec (binary agentsessions.edge.v1.EdgePlacement, for tunnel and http_runtime), and
  * its state. It shares the
@@ -9,7 +9,7 @@
  * spec, refuses built-in names and computes the digest (worker/registry-service.ts). Here a name is
  * bound to one digest forever; a different digest under it is a conflict, and retiring only flips
  * the state (a different placement under it is a conflict too). Expected outcomes are returned,
- * never thrown (STYLE 10). Migration 2 moved placements stored inside old specs out of them
+ * never thrown. Migration 2 moved placements stored inside old specs out of them
  * (placement-migration.ts). Tested in
  * test/node/registry/registry-store.test.ts.
  */
@@ -65,7 +65,7 @@ interface Row extends Record<string, string | number | null | Uint8Array> {
   retire_reason: string | null;
 }
 
-/** Registration uid (CONTRACT.md §9): `harness-` + 24 lowercase hex. */
+/** Registration uid (docs/contract.md §9): `harness-` + 24 lowercase hex. */
 export type HarnessUid = string & { readonly __brand: "HarnessUid" };
 
 const HARNESS_UID_RE = /^harness-[0-9a-f]{24}$/;
@@ -86,7 +86,7 @@ export interface HarnessRecord {
   uid: HarnessUid;
   /** The binary HarnessSpec, exactly as registered (no unknown fields: the Worker refuses those). */
   spec: Uint8Array;
-  /** "sha256:" + hex (CONTRACT.md §7.6). */
+  /** "sha256:" + hex (docs/contract.md §7.6). */
   specDigest: string;
   /** The binary EdgePlacement kept beside the spec (tunnel, http_runtime); unset when the spec places it. */
   placement?: Uint8Array;

@@ -1,11 +1,11 @@
 /**
- * The hash-chained journal of one session (DESIGN.md §4, BEHAVIOUR.md §3).
+ * The hash-chained journal of one session (docs/design.md §4, docs/behaviour.md §3).
  *
  * One row per record: `events(seq, hash, fence, event)`, where `event` is the binary protobuf of
  * the normalized Event (exactly the bytes that are hashed, stored and served) and `hash` its content
  * hash as 32 bytes. A record's prev_hash is the row before's hash (genesis for seq 1), so it is not
  * stored twice; readers get both in hex, as on the wire. An append is one synchronous transaction:
- * CAS on the head, fence check, link, content hash, insert, and the caller's projections. Expected refusals come back as values, never as throws (STYLE 10).
+ * CAS on the head, fence check, link, content hash, insert, and the caller's projections. Expected refusals come back as values, never as throws.
  *
  * The head and fence are cached in memory: this object is the only writer of its storage (one
  * Durable Object per session), and the cache is only updated after a transaction commits.

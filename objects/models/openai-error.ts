@@ -1,5 +1,5 @@
 /**
- * Classifies failures of an OpenAI-compatible provider (STYLE 13): retryable or terminal, and a
+ * Classifies failures of an OpenAI-compatible provider: retryable or terminal, and a
  * message that says what happened without the request, the response body's content or the key.
  */
 import { ModelProviderError } from "../controller/errors.js";

@@ -1,5 +1,5 @@
 /**
- * Approve and approval deadlines (BEHAVIOUR.md §4.11; DESIGN.md §7).
+ * Approve and approval deadlines (docs/behaviour.md §4.11; docs/design.md §7).
  *
  * Approve commits only the decision (APPROVAL_RESULT, CAS on the head it validated): no harness,
  * no compute. An exact retry returns the original record, a changed one is refused. The deadline
@@ -46,7 +46,7 @@ export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Se
   }
   const latest = latestExecution(parsed);
   if (!latest || latest.id !== d.executionId) return invalid(`execution ${d.executionId} is not the session's latest execution`);
-  // BEHAVIOUR.md §2.6: a gated execution whose input count does not match its INPUTs is no basis for a decision.
+  // docs/behaviour.md §2.6: a gated execution whose input count does not match its INPUTs is no basis for a decision.
   const inputs = checkInputs(latest);
   if (!inputs.ok) return failure("invalid_log", `the journal cannot carry a decision as it stands: ${inputs.detail}`);
   const request = latest.effects.find(

@@ -1,5 +1,5 @@
 /**
- * Fork at the session level (BEHAVIOUR.md §2.9, §4.7). The Worker orchestrates one fan-out
+ * Fork at the session level (docs/behaviour.md §2.9, §4.7). The Worker orchestrates one fan-out
  * (worker/fork.ts): the parent describes its fork point (`forkSource`), every child is begun, fed
  * the parent's records 1..at_seq verbatim in pages (`forkSeed`), and sealed with
  * LIFECYCLE(FORK, "parent@<seq>") linked to the parent's hash at that seq (`forkFinish`). A child
@@ -52,7 +52,7 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   const kind = await forkKind(s, name, served);
   if (!kind.ok) return kind;
   const memory = kind.value === "clone";
-  // Checklist §8.16 #143: refused before anything happens (no fence, no control-plane call, no child).
+  // Checklist checklist §8.16 #143: refused before anything happens (no fence, no control-plane call, no child).
   if (memory && at !== head) {
     return failure(
       "unplaceable",

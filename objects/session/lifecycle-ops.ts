@@ -1,5 +1,5 @@
 /**
- * Suspend, Cancel and DeleteSession (BEHAVIOUR.md §4.4, §4.8; DESIGN.md §7).
+ * Suspend, Cancel and DeleteSession (docs/behaviour.md §4.4, §4.8; docs/design.md §7).
  *
  * Suspend never interrupts a turn (ABORTED while one runs). Cancel stops the running execution
  * (END{CANCELED} + LIFECYCLE(CANCEL), so Resume never re-drives it), or closes an interrupted one
@@ -17,7 +17,7 @@ import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { SessionState } from "./session-state.js";
 
-/** Cancel reasons the contract names (CONTRACT.md §9). */
+/** Cancel reasons the contract names (docs/contract.md §9). */
 const CANCEL_REASONS = new Set(["USER", "TIMEOUT", "INTERNAL"]);
 
 export async function suspendSession(s: SessionState): Promise<Outcome<Session>> {

@@ -127,7 +127,7 @@ function outcomeUnknown(err: ConnectError): boolean {
 /**
  * A refusal naming the snapshot (FAILED_PRECONDITION: superseded, its parent woken or gone; a
  * retry of the same fork cannot help, since the parent's head moved), a retryable failure
- * (UNAVAILABLE), or anything else (INTERNAL). BEHAVIOUR.md lists a superseded source snapshot as
+ * (UNAVAILABLE), or anything else (INTERNAL). docs/behaviour.md lists a superseded source snapshot as
  * ABORTED; we answer FAILED_PRECONDITION because the fork point itself is gone (docs/runtimes.md).
  */
 function cloneFailure(err: ConnectError, who: string, ref: SnapshotRef, left: string): Failure {

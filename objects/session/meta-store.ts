@@ -1,5 +1,5 @@
 /**
- * The session's metadata row (DESIGN.md §4): who it is, what it was created with, and the
+ * The session's metadata row (docs/design.md §4): who it is, what it was created with, and the
  * projections the journal maintains in its append transaction (compute_state, exec_state, the
  * pending approval), plus the pending approval's deadline, which the alarm enforces.
  *

@@ -1,6 +1,6 @@
 /**
  * What the session layer answers across the Durable Object RPC boundary: a value, or a typed
- * failure. RPC drops error own-properties (STYLE 12), so failures travel as data and
+ * failure. RPC drops error own-properties, so failures travel as data and
  * worker/errors.ts maps each reason to a Connect code in one switch.
  */
 

@@ -18,10 +18,10 @@ import { currentRequestId } from "../request-context.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import type { ServedHarness, SessionState } from "./session-state.js";
 
-/** How long admission waits for a harness to describe itself (BEHAVIOUR.md §6.1). */
+/** How long admission waits for a harness to describe itself (docs/behaviour.md §6.1). */
 export const DESCRIBE_TIMEOUT_MS = 10_000;
 
-/** A placement decision, as logged (BEHAVIOUR.md §6.1): never content, config, fences or tokens. */
+/** A placement decision, as logged (docs/behaviour.md §6.1): never content, config, fences or tokens. */
 export interface PlacementLine {
   op: "admit" | "place" | "recheck" | "recover" | "fork";
   decision: "admitted" | "placed" | "refused" | "unavailable" | "unknown" | "mismatch" | "error";
@@ -34,7 +34,7 @@ export interface PlacementLine {
 export class Placement {
   constructor(private readonly _s: SessionState) {}
 
-  /** Admission (BEHAVIOUR.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
+  /** Admission (docs/behaviour.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
   async admit(name: string): Promise<Outcome<DescribedHarness & { served: ServedHarness }>> {
     const startedMs = this._s.d.now();
     const line = (decision: PlacementLine["decision"], runtime: Runtime | undefined, harnessId?: string) =>
@@ -55,7 +55,7 @@ export class Placement {
       // A backend or harness that answered Describe with a terminal error (runtimes/http keeps the
       // backend's code, the retryable ones arriving as UNAVAILABLE; runtimes/tunnel gives a tunnel
       // harness's answer Code.Unknown) is not unavailable: retrying will not help
-      // (BEHAVIOUR.md §6.1 "an answered error"; checklist §8.16 #150).
+      // (docs/behaviour.md §6.1 "an answered error"; checklist §8.16 #150).
       if (e instanceof ConnectError && e.code !== Code.Unavailable) {
         line("error", served.runtime);
         const who = served.runtime ? `the ${served.runtime.name} runtime` : "the harness";
@@ -79,7 +79,7 @@ export class Placement {
   }
 
   /**
-   * The live re-check (BEHAVIOUR.md §6.1; checklist §8.16 #151). A backend describes a harness it
+   * The live re-check (docs/behaviour.md §6.1; checklist §8.16 #151). A backend describes a harness it
    * has not started, so once its incarnation has dialled back, the harness on this session's own
    * connection is described and gated too: the registration's descriptor id, and CanPlace on that
    * backend. Runs after placement and before anything is journaled; writes nothing.
@@ -137,7 +137,7 @@ export class Placement {
     (this._s.d.log ?? ((l) => console.log(JSON.stringify(l))))(line);
   }
 
-  /** CanPlace (CONTRACT.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
+  /** CanPlace (docs/contract.md §6.1): a memory-snapshot harness needs a runtime that takes them. */
   canPlace(h: DescribedHarness, runtime: Runtime = this._s.runtime): string | undefined {
     if (h.descriptor.capabilities?.resumability !== Resumability.REQUIRES_MEMORY_SNAPSHOT) return undefined;
     if (runtime.capabilities().memorySnapshot) return undefined;

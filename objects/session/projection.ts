@@ -1,5 +1,5 @@
 /**
- * The state a session's journal implies (BEHAVIOUR.md §1.7), folded record by record inside the
+ * The state a session's journal implies (docs/behaviour.md §1.7), folded record by record inside the
  * append transaction.
  *
  * compute_state: ordinary records -> LIVE; SUSPEND and FORK -> COLD; RESUME -> LIVE; approval

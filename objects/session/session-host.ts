@@ -46,7 +46,7 @@ export class SessionHost {
     this._s = new SessionState(deps);
   }
 
-  /** Writes the metadata row: no events, no compute (BEHAVIOUR.md §4.1). */
+  /** Writes the metadata row: no events, no compute (docs/behaviour.md §4.1). */
   async create(args: CreateArgs): Promise<Outcome<Session>> {
     const s = this._s;
     if (s.exists()) return failure("session_exists", `session ${args.uid} already exists`);

@@ -307,7 +307,7 @@ export class SessionState {
     return async (name) => {
       const harness = await this.harness(name);
       if (!harness) return undefined;
-      // Served but not answering is not "not served": the cause goes to the caller (§8.13 #88).
+      // Served but not answering is not "not served": the cause goes to the caller (checklist §8.13 #88).
       const descriptor = await describeWithin(harness, DESCRIBE_TIMEOUT_MS).catch((e: unknown) => {
         throw new HarnessDescribeError(name, e);
       });

@@ -1,5 +1,5 @@
 /**
- * Exec and Resume: the operations that run a harness (BEHAVIOUR.md §4.5, §4.9, §4.10).
+ * Exec and Resume: the operations that run a harness (docs/behaviour.md §4.5, §4.9, §4.10).
  * @internal
  */
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -42,7 +42,7 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
     );
   }
   const meta = s.meta.load()!;
-  // BEHAVIOUR.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
+  // docs/behaviour.md §4.11: new input waits until the gate has its receipt (a decision alone is not one).
   // A gate a fork child inherited never gets one there, so it blocks nothing: the child's own turn runs.
   if (req.inputs.length > 0 && meta.execState === ExecState.EXEC_AWAITING && !inheritedGate(s)) {
     const p = meta.pending;
@@ -81,7 +81,7 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
 }
 
 /**
- * Resume (BEHAVIOUR.md §4.9): restore compute from this session's own latest SUSPEND ref (or a
+ * Resume (docs/behaviour.md §4.9): restore compute from this session's own latest SUSPEND ref (or a
  * fresh placement), re-drive the latest execution if it never ended, then journal
  * LIFECYCLE(RESUME) under the recovery's fresh fence.
  */
@@ -104,7 +104,7 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
     const describe = cachedDescriber(s.describer());
     // The runtime the recovery's CanPlace asks: the one admission described (below), else built in.
     let runtime: Runtime | undefined;
-    // BEHAVIOUR.md §6.1 Resume: guard → gate → Restore → re-check; a refusal touches no compute
+    // docs/behaviour.md §6.1 Resume: guard → gate → Restore → re-check; a refusal touches no compute
     // and writes nothing (checklist §8.16 #149, #151).
     if (served?.runtime) {
       // The admitted harness's runtime is the one whose capabilities admission fetched: the
@@ -257,7 +257,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
 }
 
 /**
- * After a park the session is checkpointed cold (BEHAVIOUR.md §4.5 item 11): snapshot through the
+ * After a park the session is checkpointed cold (docs/behaviour.md §4.5 item 11): snapshot through the
  * runtime and journal SUSPEND. A failed snapshot leaves the request pending and compute as it was.
  */
 async function parkCompute(s: SessionState, observe?: RecordObserver): Promise<Failure | undefined> {
@@ -364,7 +364,7 @@ async function gateBeforeRestore(s: SessionState, describe: DescribeHarness): Pr
 }
 
 /**
- * Whether the gate the latest execution waits on was copied from a fork parent (BEHAVIOUR.md §4.11
+ * Whether the gate the latest execution waits on was copied from a fork parent (docs/behaviour.md §4.11
  * "Forked children"): it cannot be approved, resumed or re-driven in the child (checklist §8.14 #114).
  */
 function inheritedGate(s: SessionState): boolean {

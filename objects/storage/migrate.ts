@@ -1,5 +1,5 @@
 /**
- * Numbered migrations keyed on a version row (STYLE 18). Each store lists its migrations in order;
+ * Numbered migrations keyed on a version row. Each store lists its migrations in order;
  * `migrate` applies the missing ones in one transaction and refuses a database stamped newer than
  * this build. Stores that share one database (the Directory's session index and harness registry)
  * keep their versions in separate tables, so each list can grow on its own.

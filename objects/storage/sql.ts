@@ -4,7 +4,7 @@
  * Stores take a `SqlDb`, not a Durable Object, so the same SQL runs on a Durable Object's SQLite
  * (`sqlDbFromStorage` in do-sql.ts) and on sql.js in Node unit tests (test/node/support/sqljs-db.ts).
  * Everything is synchronous: a multi-statement write is one `transaction(() => ...)` whose
- * callback must not await (STYLE 17); a throw rolls the whole transaction back.
+ * callback must not await; a throw rolls the whole transaction back.
  */
 
 export type SqlValue = string | number | null | Uint8Array;

@@ -1,5 +1,5 @@
 /**
- * The built-in `chat` harness (BEHAVIOUR.md §7.3): a stateless conversational agent with tools.
+ * The built-in `chat` harness (docs/behaviour.md §7.3): a stateless conversational agent with tools.
  *
  * Each turn builds the conversation from history (INPUT and OUTPUT messages in journal order, so
  * inputs of failed turns stay in context, plus the TOOL_RESULT receipts that answer an OUTPUT's

@@ -1,5 +1,5 @@
 /**
- * The built-in `echo` harness and `echo` model (BEHAVIOUR.md §7.1): the default harness.
+ * The built-in `echo` harness and `echo` model (docs/behaviour.md §7.1): the default harness.
  *
  * Run takes the text of the last input and makes exactly one mediated model call with model `echo`
  * and one user message of that text; the echo model answers `echo:<text of the last message>`.

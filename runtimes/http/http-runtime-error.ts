@@ -1,6 +1,6 @@
 /**
- * How the HTTP runtime classifies a failed call (STYLE 13): first terminal or retryable (with
- * `retryAfterMs` when the backend said so), then as a `Code` the host can map (CONTRACT.md §6.1:
+ * How the HTTP runtime classifies a failed call: first terminal or retryable (with
+ * `retryAfterMs` when the backend said so), then as a `Code` the host can map (docs/contract.md §6.1:
  * an unreachable runtime is UNAVAILABLE). Every failure leaves here as one `ConnectError` whose
  * message names the runtime and the operation, with the original as `cause`.
  * Imported by http-runtime.ts and runtime-fetch.ts; tested in test/node/pod/http-runtime.test.ts.

@@ -1,5 +1,5 @@
 /**
- * The HTTP runtime: the Runtime SPI (runtimes/runtime-spi.ts, CONTRACT.md §6.1) as a Connect
+ * The HTTP runtime: the Runtime SPI (runtimes/runtime-spi.ts, docs/contract.md §6.1) as a Connect
  * client of a backend serving `agentsessions.edge.v1.Runtime` (runtime.proto), e.g. the pod runtime
  * (runtimes/pod). Create, Restore and Fork forward the spec's Dialback (tunnel URL and one-time
  * token) so the harness the backend starts connects back over the tunnel (docs/tunnel.md).
@@ -58,7 +58,7 @@ export interface HttpRuntimeOptions {
   token?: string;
 }
 
-/** A Runtime plus what the host's placement gate needs before provisioning (BEHAVIOUR.md §5.1). */
+/** A Runtime plus what the host's placement gate needs before provisioning (docs/behaviour.md §5.1). */
 export interface HttpRuntime extends Runtime {
   /** The descriptor of a harness the backend hosts, without starting it. NOT_FOUND if unknown. */
   describe(harness: string, signal?: AbortSignal): Promise<HarnessDescriptor>;

@@ -1,5 +1,5 @@
 /**
- * How the substrate bridge classifies a failed ateapi call or attach (STYLE 13, like
+ * How the substrate bridge classifies a failed ateapi call or attach (like
  * runtimes/http/http-runtime-error.ts on the host side): terminal or retryable, then the `Code`
  * the bridge answers the host with (docs/runtimes.md "The substrate bridge": errors). Every failure
  * leaves here as one `ConnectError` whose message names the address, the step and the actor, with

@@ -119,7 +119,7 @@ async function runStream(o: Parameters<typeof createTunnelHarness>[0], start: Ha
       }
     }
   } catch (e) {
-    // Anything that ends the stream early, a refused park ack included, is told to the harness (§8.5 #28).
+    // Anything that ends the stream early, a refused park ack included, is told to the harness (checklist §8.5 #28).
     if (open) await o.channel.close(stream, reasonOf(e)).catch(() => undefined);
     throw e;
   } finally {

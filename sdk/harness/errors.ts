@@ -1,6 +1,6 @@
 /**
- * The harness SDK's failures. Everything is a `ConnectError` with a `Code` (STYLE 8) except
- * `ApprovalParkedError`, which CONTRACT.md §6.2 names as a distinct typed error: harness code that
+ * The harness SDK's failures. Everything is a `ConnectError` with a `Code` except
+ * `ApprovalParkedError`, which docs/contract.md §6.2 names as a distinct typed error: harness code that
  * wants to tell a park apart from a failed call tests for it with `isApprovalParkedError`.
  * Used by the stream and serve modules; tested in test/node/sdk-harness/.
  */
@@ -43,7 +43,7 @@ export function connectionLostError(): ConnectError {
   return new ConnectError("the connection to the host was lost", Code.Unavailable);
 }
 
-/** @internal A frame broke the Harness.Connect choreography (CONTRACT.md §5.3): the execution fails. */
+/** @internal A frame broke the Harness.Connect choreography (docs/contract.md §5.3): the execution fails. */
 export function protocolError(message: string): ConnectError {
   return new ConnectError(message, Code.Internal);
 }

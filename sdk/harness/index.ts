@@ -1,5 +1,5 @@
 /**
- * The harness SDK (Node): serve a Harness (the SPI in runtimes/harness-spi.ts, CONTRACT.md §6.2) to
+ * The harness SDK (Node): serve a Harness (the SPI in runtimes/harness-spi.ts, docs/contract.md §6.2) to
  * a session host over the tunnel of docs/tunnel.md. The same harness code runs in process
  * (runtimes/builtin) and here unchanged. Everything not listed below is internal.
  *

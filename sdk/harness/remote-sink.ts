@@ -1,6 +1,6 @@
 /**
  * The EventSink a harness gets behind the tunnel: each call becomes the contract's Event on its
- * stream (CONTRACT.md §5.3), and model and tool calls wait for the matching ControllerFrame. The
+ * stream (docs/contract.md §5.3), and model and tool calls wait for the matching ControllerFrame. The
  * same harness code runs here and in process (runtimes/builtin) unchanged.
  * @internal Used by stream.ts.
  */

@@ -1,6 +1,6 @@
 /**
  * One stream of a tunnel connection: exactly one execution, i.e. one Harness.Connect call
- * (CONTRACT.md §5.3, docs/tunnel.md "Streams"). It runs `harness.run` on the Start frame, answers
+ * (docs/contract.md §5.3, docs/tunnel.md "Streams"). It runs `harness.run` on the Start frame, answers
  * the host's frames to the one request outstanding, and ends in exactly one way:
  *
  * - `run` settles: END{COMPLETED} or END{FAILED, description};

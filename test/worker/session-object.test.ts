@@ -99,7 +99,7 @@ describe("SessionObject in workerd", () => {
     expect((await client.getSession({ uid: s.metadata!.uid })).lastSeq).toBe(5n);
   });
 
-  it("request id: the Worker's rpc line and the session object's placement line of one Exec share it (§8.17 #155)", async () => {
+  it("request id: the Worker's rpc line and the session object's placement line of one Exec share it (checklist §8.17 #155)", async () => {
     const lines: string[] = [];
     const spy = vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
     try {

@@ -1,5 +1,5 @@
 /**
- * Identity is what authentication established, never what a client claims (DESIGN.md §6). With an
+ * Identity is what authentication established, never what a client claims (docs/design.md §6). With an
  * authenticated principal, `Session.identity` and an Approve's `actor` are that principal; a
  * request naming anyone else is refused. With AUTH_MODE=none there is no one to vouch for, so a
  * supplied identity is recorded as the contract's provenance, as the reference does.

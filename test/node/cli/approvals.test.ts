@@ -1,5 +1,5 @@
 /**
- * agentctl approve and deny (BEHAVIOUR.md §4.11) against servers of their own with the test-only
+ * agentctl approve and deny (docs/behaviour.md §4.11) against servers of their own with the test-only
  * `tools` harness (TEST_HARNESSES=1), whose execution config makes one REQUIRES_APPROVAL call
  * `pay`. One server has a real HTTP stand-in executor (test/node/support/fake-executor.ts) that
  * counts effects per Idempotency-Key; the other has no TOOL_EXECUTOR_URL, so the Resume after an

@@ -1,6 +1,6 @@
 /**
  * agentctl against the shared `wrangler dev` server, run as a subprocess: the record format of
- * BEHAVIOUR.md §7.4-7.5, CAS on exec, create/get/list (all pages), replay ranges, verify, and the
+ * docs/behaviour.md §7.4-7.5, CAS on exec, create/get/list (all pages), replay ranges, verify, and the
  * exit statuses (2 usage, 1 failure).
  */
 import { randomBytes } from "node:crypto";

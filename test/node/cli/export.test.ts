@@ -1,5 +1,5 @@
 /**
- * `agentctl export`, checked by a verifier written here from the contract alone (CONTRACT.md §7.1,
+ * `agentctl export`, checked by a verifier written here from the contract alone (docs/contract.md §7.1,
  * §7.2): decode each row's event bytes, proto3-JSON with proto names, JCS via `canonicalize`,
  * SHA-256, and the prev_hash links. It deliberately does not import proto/canon.ts or
  * proto/verify.ts, so a bug shared by the server and those modules cannot hide here.

@@ -1,5 +1,5 @@
 /**
- * `agentctl hash` against the golden vectors of CONTRACT.md §7.4: offline, event on stdin, both
+ * `agentctl hash` against the golden vectors of docs/contract.md §7.4: offline, event on stdin, both
  * proto names and lowerCamelCase accepted.
  */
 import { describe, expect, it } from "vitest";

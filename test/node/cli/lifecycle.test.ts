@@ -1,5 +1,5 @@
 /**
- * agentctl fork, suspend, resume, cancel and delete (BEHAVIOUR.md §4.7-4.9, §7.5), run in
+ * agentctl fork, suspend, resume, cancel and delete (docs/behaviour.md §4.7-4.9, §7.5), run in
  * process against the shared `wrangler dev` (echo harness: five records per turn). Cancel of a
  * running turn needs the test-only `hold` harness, so that block starts its own host.
  */

@@ -1,7 +1,7 @@
 /**
  * Tamper evidence end to end: journal a turn on a host of its own, stop it, change the text of
  * the OUTPUT record's stored event in the Durable Object's SQLite file, restart, and expect
- * `agentctl verify` to name seq 4 (CONTRACT.md §7.1; BEHAVIOUR.md §7.5 step 7). Then truncate a
+ * `agentctl verify` to name seq 4 (docs/contract.md §7.1; docs/behaviour.md §7.5 step 7). Then truncate a
  * journal the same way, which a local check of the served prefix cannot see but `verify --replay`
  * reports from the server's check against the head its Directory anchored.
  *

@@ -1,6 +1,6 @@
 /**
  * Approval gates in the controller, beyond the basic park and recovery in tools.test.ts
- * (BEHAVIOUR.md §4.11; checklist §8.14 #94, #112, #113, #115, #116, #122): malformed gate evidence
+ * (docs/behaviour.md §4.11; checklist §8.14 #94, #112, #113, #115, #116, #122): malformed gate evidence
  * is an invalid log (nothing runs, nothing is appended), a changed re-issued gated call diverges and
  * stays diverged, nothing but the request follows a gated call's intent however the harness races
  * it, and a failed gate append is sticky, writes nothing of the gate and leaves it recoverable.
@@ -79,7 +79,7 @@ describe("records past an open gate", () => {
     ["usage", [ev(EventKind.EVENT_USAGE, { case: "usage", value: { inputTokens: 1n } })]],
     ["an input", [inputEvent(exe, userText("late"))]],
   ] as [string, Event[]][]) {
-    it(`§8.14 #94 resume, replay: ${name} past an unresolved gate is an invalid log; nothing runs or is appended`, async () => {
+    it(`resume, replay: ${name} past an unresolved gate is an invalid log; nothing runs or is appended (checklist §8.14 #94)`, async () => {
       const fx = await parkedLog();
       append(fx, records);
       const before = fx.kinds();
@@ -110,7 +110,7 @@ describe("a receipt without its request or decision", () => {
     ],
   ];
   for (const [name, call, records] of cases) {
-    it(`§8.14 #115 resume, replay: ${name} is an invalid log; nothing runs or is appended`, async () => {
+    it(`resume, replay: ${name} is an invalid log; nothing runs or is appended (checklist §8.14 #115)`, async () => {
       const fx = newLog();
       append(fx, [ev(EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { harness: "h", harnessVersion: "1", inputCount: 0n } })]);
       append(fx, [ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: call }), ...records]);
@@ -162,7 +162,7 @@ describe("a changed re-issued gated call", () => {
   ];
   for (const decided of [false, true]) {
     for (const [what, changed] of changes) {
-      it(`§8.14 #116 resume (${decided ? "decided" : "undecided"} gate): a changed ${what} diverges, stays diverged for every later sink call; no executor or model call, only an ERROR`, async () => {
+      it(`resume (${decided ? "decided" : "undecided"} gate): a changed ${what} diverges, stays diverged for every later sink call; no executor or model call, only an ERROR (checklist §8.14 #116)`, async () => {
         const fx = await parkedLog();
         if (decided) append(fx, [decision(true)]);
         const before = fx.kinds();
@@ -181,7 +181,7 @@ describe("a changed re-issued gated call", () => {
     }
   }
 
-  it("§8.14 #116 replay: a changed re-issued gated call of a completed execution diverges without the executor", async () => {
+  it("replay: a changed re-issued gated call of a completed execution diverges without the executor (checklist §8.14 #116)", async () => {
     const fx = await parkedLog();
     append(fx, [decision(false)]);
     const ex = fakeExecutor();
@@ -197,7 +197,7 @@ describe("a changed re-issued gated call", () => {
 });
 
 describe("output racing a gated call", () => {
-  it("§8.14 #122 live: outputs issued concurrently with a gated call never land after its intent except the request; after Run late calls fail with the park error", async () => {
+  it("live: outputs issued concurrently with a gated call never land after its intent except the request; after Run late calls fail with the park error (checklist §8.14 #122)", async () => {
     const fx = newLog();
     const ex = fakeExecutor();
     let retained: EventSink | undefined;
@@ -311,7 +311,7 @@ describe("the gate's own append", () => {
   // This host writes TOOL_CALL and APPROVAL_REQUEST in one transaction (tool-steps.ts `park`), so
   // a failed request append leaves no intent behind either: there is never a TOOL_CALL-only gate to
   // repair. What #112 and #113 ask of the repair is asked here of that append.
-  it("§8.14 #113 resume: a request-append failure on a live tail is sticky and writes nothing of the gate; a fresh Resume then parks once", async () => {
+  it("resume: a request-append failure on a live tail is sticky and writes nothing of the gate; a fresh Resume then parks once (checklist §8.14 #113)", async () => {
     const fx = await cutBeforeGate();
     const fault = new Error("disk I/O error");
     let failures = 0;
@@ -346,7 +346,7 @@ describe("the gate's own append", () => {
     expect(fx.journal.verify().ok).toBe(true);
   });
 
-  it("§8.14 #112 resume: the gate is appended under the recovery's own fence; a newer fence or a refused append stops it with that cause and writes no request", async () => {
+  it("resume: the gate is appended under the recovery's own fence; a newer fence or a refused append stops it with that cause and writes no request (checklist §8.14 #112)", async () => {
     // A newer writer minted a fence after this recovery's: the gate append is fenced out.
     const fx = await cutBeforeGate();
     const ex = fakeExecutor();

@@ -1,6 +1,6 @@
 /**
  * Approval gates in the controller, continued from tools.test.ts and approval-gates.test.ts
- * (BEHAVIOUR.md §4.11; checklist §8.14 #93, #104, #105, #107-111, #117-120): bad gate evidence,
+ * (docs/behaviour.md §4.11; checklist §8.14 #93, #104, #105, #107-111, #117-120): bad gate evidence,
  * sinks after a park and after Run, decided recovery in full, failures after the intent, refusals
  * before it, forged receipt fields, the effect-before-receipt crash, identity preconditions of a
  * decided gate, a failed park handoff, and gated call id reuse.
@@ -126,7 +126,7 @@ function everyMethod(sink: EventSink, n = 1): Promise<PromiseSettledResult<unkno
 
 const rejectedWith = (results: PromiseSettledResult<unknown>[]) => results.map((r) => (r.status === "rejected" ? r.reason : "fulfilled"));
 
-describe("bad gate evidence (§8.14 #93, #117)", () => {
+describe("bad gate evidence (checklist §8.14 #93, #117)", () => {
   // Records after [START]; the harness re-issues exactly gated() (or `call`). Each case says whether
   // the journal parse refuses it ("invalid": nothing runs or is written) or the gate's correlation
   // does ("diverged": Resume appends only ERROR, Replay writes nothing; no executor or model call).
@@ -172,7 +172,7 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
     ["a denied receipt that ran", [callEv(gated()), requestEv(), decisionEv(false), receiptEv({ code: ToolResult_Code.CODE_UNSPECIFIED })], "diverged"],
   ];
   for (const [name, evidence, expected, call = gated()] of cases) {
-    it(`§8.14 #93 #117 resume, replay: ${name} fails before any executor or model call`, async () => {
+    it(`resume, replay: ${name} fails before any executor or model call (checklist §8.14 #93 #117)`, async () => {
       const fx = newLog();
       append(fx, [start(), ...evidence]);
       const before = fx.kinds();
@@ -183,7 +183,7 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
         expect(out).toMatchObject({ kind: "invalid", incomplete: false });
         expect(fx.kinds()).toEqual(before);
       } else if (expected === "diverged" && out.kind === "diverged") {
-        // Caught by the gate preflight (§8.14 #117): nothing ran, nothing was appended.
+        // Caught by the gate preflight (checklist §8.14 #117): nothing ran, nothing was appended.
         expect(out.detail).toMatch(/^replay diverged at seq [1-9]/);
         expect(fx.kinds()).toEqual(before);
       } else {
@@ -210,11 +210,11 @@ describe("bad gate evidence (§8.14 #93, #117)", () => {
   }
 });
 
-describe("a gate without a call id (§8.14 #93)", () => {
+describe("a gate without a call id (checklist §8.14 #93)", () => {
   // A complete gate whose call, request, decision and receipt all carry an empty call id (this
   // host never writes one: live refuses it before the intent) is an invalid log to the parser
   // (execution-log.ts `stepGate`), so replay refuses it and Resume neither parks nor runs.
-  it("§8.14 #93 replay: a completed gate whose call id is empty is refused", async () => {
+  it("replay: a completed gate whose call id is empty is refused (checklist §8.14 #93)", async () => {
     const fx = newLog();
     const call = gated({ id: "" });
     append(fx, [
@@ -230,10 +230,10 @@ describe("a gate without a call id (§8.14 #93)", () => {
   });
 });
 
-describe("gate correlation before Run (§8.14 #117)", () => {
+describe("gate correlation before Run (checklist §8.14 #117)", () => {
   // objects/controller/gate-preflight.ts checks the re-driven execution's gates before a fence is
   // minted or the harness runs: a corrupt correlation diverges with nothing run or appended.
-  it("§8.14 #117 resume: a decision naming the wrong request seq is refused before the harness runs; nothing is appended", async () => {
+  it("resume: a decision naming the wrong request seq is refused before the harness runs; nothing is appended (checklist §8.14 #117)", async () => {
     const fx = newLog();
     append(fx, [start(), callEv(gated()), requestEv(), decisionEv(true, 2n)]);
     const before = fx.kinds();
@@ -246,9 +246,9 @@ describe("gate correlation before Run (§8.14 #117)", () => {
   });
 });
 
-describe("the sink after a park (§8.14 #104)", () => {
+describe("the sink after a park (checklist §8.14 #104)", () => {
   for (const path of ["exec", "resume tail", "resume at the request"] as const) {
-    it(`§8.14 #104 ${path}: after a swallowed park every sink method, called concurrently and after Run returns, fails with the park error and writes nothing`, async () => {
+    it(`${path}: after a swallowed park every sink method, called concurrently and after Run returns, fails with the park error and writes nothing (checklist §8.14 #104)`, async () => {
       const fx = path === "exec" ? newLog() : await parkedLog();
       let retained: EventSink | undefined;
       let during: PromiseSettledResult<unknown>[] = [];
@@ -283,9 +283,9 @@ describe("the sink after a park (§8.14 #104)", () => {
   }
 });
 
-describe("the sink after Run (§8.14 #105)", () => {
+describe("the sink after Run (checklist §8.14 #105)", () => {
   for (const path of ["exec", "resume", "replay"] as const) {
-    it(`§8.14 #105 ${path}: after a normal completion every method of a retained sink fails with SinkClosedError and writes nothing`, async () => {
+    it(`${path}: after a normal completion every method of a retained sink fails with SinkClosedError and writes nothing (checklist §8.14 #105)`, async () => {
       const fx = newLog();
       let retained: EventSink | undefined;
       const h: Harness = {
@@ -313,7 +313,7 @@ describe("the sink after Run (§8.14 #105)", () => {
   }
 });
 
-describe("decided recovery (§8.14 #107)", () => {
+describe("decided recovery (checklist §8.14 #107)", () => {
   const variants: [string, boolean, ((c: ToolCall) => ToolResult | Error) | undefined, ToolResult_Code, boolean][] = [
     ["approved", true, undefined, ToolResult_Code.CODE_UNSPECIFIED, false],
     ["denied", false, undefined, ToolResult_Code.APPROVAL_DENIED, true],
@@ -327,7 +327,7 @@ describe("decided recovery (§8.14 #107)", () => {
     ],
   ];
   for (const [name, approved, behave, code, isError] of variants) {
-    it(`§8.14 #107 resume, replay: ${name}: Start carries the recorded values and session uid; the receipt is durable before the harness sees it; replay serves equal copies whose mutation changes nothing`, async () => {
+    it(`resume, replay: ${name}: Start carries the recorded values and session uid; the receipt is durable before the harness sees it; replay serves equal copies whose mutation changes nothing (checklist §8.14 #107)`, async () => {
       const fx = newLog();
       const config = new Uint8Array([9, 8, 7]);
       const starts: HarnessStart[] = [];
@@ -418,8 +418,8 @@ function persistent(seen: unknown[], first: ToolCall = gated()): Harness {
   };
 }
 
-describe("failures after the intent (§8.14 #108)", () => {
-  it("§8.14 #108 exec: a request-append failure stops every later sink call with that cause, writes nothing of the gate and leaves it recoverable", async () => {
+describe("failures after the intent (checklist §8.14 #108)", () => {
+  it("exec: a request-append failure stops every later sink call with that cause, writes nothing of the gate and leaves it recoverable (checklist §8.14 #108)", async () => {
     const fx = newLog();
     const fault = new Error("disk I/O error");
     const log = flakyLog(fx, (events) => (has(EventKind.EVENT_APPROVAL_REQUEST)(events) ? fault : undefined));
@@ -439,7 +439,7 @@ describe("failures after the intent (§8.14 #108)", () => {
     expect(fx.kinds()).toEqual(["EXECUTION_START", "ERROR", "TOOL_CALL", "APPROVAL_REQUEST"]);
   });
 
-  it("§8.14 #108 resume: a receipt-append failure stops every later sink call with that cause, writes no receipt or continuation and leaves the gate recoverable", async () => {
+  it("resume: a receipt-append failure stops every later sink call with that cause, writes no receipt or continuation and leaves the gate recoverable (checklist §8.14 #108)", async () => {
     const fx = await parkedLog();
     append(fx, [decisionEv(true)]);
     const fault = new Error("database is locked");
@@ -462,8 +462,8 @@ describe("failures after the intent (§8.14 #108)", () => {
   });
 });
 
-describe("before the intent (§8.14 #109)", () => {
-  it("§8.14 #109 exec, resume tail: a gated call with an empty key is refused as a missing key; no TOOL_CALL or request is written", async () => {
+describe("before the intent (checklist §8.14 #109)", () => {
+  it("exec, resume tail: a gated call with an empty key is refused as a missing key; no TOOL_CALL or request is written (checklist §8.14 #109)", async () => {
     const keyless = gated({ idempotencyKey: "" });
     const fx = newLog();
     const ex = fakeExecutor();
@@ -486,7 +486,7 @@ describe("before the intent (§8.14 #109)", () => {
   });
 });
 
-describe("forged receipt fields (§8.14 #110)", () => {
+describe("forged receipt fields (checklist §8.14 #110)", () => {
   // ToolResult carries no decision of its own here (the decision is the APPROVAL_RESULT record,
   // handed to a harness beside the receipt, never inside it): the host-owned fields are the code
   // and the two seqs.
@@ -497,7 +497,7 @@ describe("forged receipt fields (§8.14 #110)", () => {
     ["the denied code", { code: ToolResult_Code.APPROVAL_DENIED, isError: true }],
   ];
   for (const [name, fields] of forged) {
-    it(`§8.14 #110 exec, resume tail: a report carrying ${name} is refused; no TOOL_RESULT is committed`, async () => {
+    it(`exec, resume tail: a report carrying ${name} is refused; no TOOL_RESULT is committed (checklist §8.14 #110)`, async () => {
       const seen: unknown[] = [];
       const forger: Harness = {
         describe: () => descriptor("h"),
@@ -527,8 +527,8 @@ describe("forged receipt fields (§8.14 #110)", () => {
   }
 });
 
-describe("effect before receipt (§8.14 #111)", () => {
-  it("§8.14 #111 resume: a crash between an approved gate's effect and its receipt re-invokes the executor, whose (session, key) dedup keeps one effect; replay does not invoke it; another session's same key is its own effect", async () => {
+describe("effect before receipt (checklist §8.14 #111)", () => {
+  it("resume: a crash between an approved gate's effect and its receipt re-invokes the executor, whose (session, key) dedup keeps one effect; replay does not invoke it; another session's same key is its own effect (checklist §8.14 #111)", async () => {
     const fx = await parkedLog();
     append(fx, [decisionEv(true)]);
     // The executor's own store, durable across its restarts: one effect per (session, key).
@@ -559,8 +559,8 @@ describe("effect before receipt (§8.14 #111)", () => {
   });
 });
 
-describe("decided-gate preconditions (§8.14 #118)", () => {
-  it("§8.14 #118 resume: the recorded harness is described once per recovery, also when the gate completes", async () => {
+describe("decided-gate preconditions (checklist §8.14 #118)", () => {
+  it("resume: the recorded harness is described once per recovery, also when the gate completes (checklist §8.14 #118)", async () => {
     const fx = await parkedLog();
     append(fx, [decisionEv(true)]);
     const names: string[] = [];
@@ -573,7 +573,7 @@ describe("decided-gate preconditions (§8.14 #118)", () => {
     expect(names).toEqual(["h"]);
   });
 
-  it("§8.14 #118 resume: a decided gate on a memory-snapshot harness is refused as approval-unavailable; the executor never runs and nothing continues", async () => {
+  it("resume: a decided gate on a memory-snapshot harness is refused as approval-unavailable; the executor never runs and nothing continues (checklist §8.14 #118)", async () => {
     const fx = await parkedLog();
     append(fx, [decisionEv(true)]);
     const seen: unknown[] = [];
@@ -590,7 +590,7 @@ describe("decided-gate preconditions (§8.14 #118)", () => {
   });
 });
 
-describe("a failed park handoff (§8.14 #119)", () => {
+describe("a failed park handoff (checklist §8.14 #119)", () => {
   /** Parks, then fails the handoff with an error of its own. */
   const fumbling: Harness = {
     describe: () => descriptor("h"),
@@ -599,7 +599,7 @@ describe("a failed park handoff (§8.14 #119)", () => {
       throw new Error("the harness could not hand the park back");
     },
   };
-  it("§8.14 #119 exec, resume: a different error after the park writes nothing terminal, and a later Resume still parks without writing", async () => {
+  it("exec, resume: a different error after the park writes nothing terminal, and a later Resume still parks without writing (checklist §8.14 #119)", async () => {
     const fx = newLog();
     const ex = fakeExecutor();
     expect(await liveTurn(fx, fumbling, scriptedModels(echoScript), [], { executionId: exe, tools: toolDeps(ex.executor) })).toMatchObject({
@@ -619,8 +619,8 @@ describe("a failed park handoff (§8.14 #119)", () => {
   });
 });
 
-describe("gated call id reuse (§8.14 #120)", () => {
-  it("§8.14 #120 resume tail: a gated call reusing an earlier gated id, or an earlier ordinary id, is refused; exactly one TOOL_CALL has that id", async () => {
+describe("gated call id reuse (checklist §8.14 #120)", () => {
+  it("resume tail: a gated call reusing an earlier gated id, or an earlier ordinary id, is refused; exactly one TOOL_CALL has that id (checklist §8.14 #120)", async () => {
     // Gated twice: g1 was decided and received; the live tail re-gates g1.
     const fx = await parkedLog();
     append(fx, [decisionEv(false)]);

@@ -1,5 +1,5 @@
 /**
- * Grouping a journal into executions and input completeness (BEHAVIOUR.md §2.4, §2.6).
+ * Grouping a journal into executions and input completeness (docs/behaviour.md §2.4, §2.6).
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -51,7 +51,7 @@ describe("parseExecutions", () => {
     expect(parseExecutions(log(start("a", 0n), end("a"), output("a")))).toMatchObject({ ok: false, seq: 3n });
   });
 
-  it("parse: a gate's call, request, decision and receipt come in order; anything else past an open gate is invalid (§8.14 #94, #115)", () => {
+  it("parse: a gate's call, request, decision and receipt come in order; anything else past an open gate is invalid (checklist §8.14 #94, #115)", () => {
     const ev = (kind: EventKind, body: Body, id = "a") => create(EventSchema, { executionId: id, kind, body });
     const call = ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: "g", idempotencyKey: "k", mediation: Mediation.REQUIRES_APPROVAL } });
     const request = ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: "g" } });

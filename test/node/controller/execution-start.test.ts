@@ -1,5 +1,5 @@
 /**
- * The execution start marker (BEHAVIOUR.md §1.4, §2.4-2.6, §2.9; checklist §8.9 #48-#50, #52-#54):
+ * The execution start marker (docs/behaviour.md §1.4, §2.4-2.6, §2.9; checklist §8.9 #48-#50, #52-#54):
  * every Start a harness sees comes from the journal (live, on replay after a reopen, on resume, in
  * a fork child), the marker is committed and observed before Run, a malformed marker stops Replay
  * and Resume before any harness runs, and a refused first append leaves nothing behind.
@@ -86,8 +86,8 @@ const end = (id: string) => create(EventSchema, { executionId: id, kind: EventKi
 
 const records = (fx: Fx) => fx.journal.read(1n, 0n, 1_000_000);
 
-describe("§8.9 the execution start marker", () => {
-  it("§8.9 #48 replay after a reopen reproduces every live Start (config bytes, cursor, inputs, history) from the journal, writes nothing and verifies; forks at the first END and at head inherit the Starts and the prefix hashes", async () => {
+describe("the execution start marker (checklist §8.9)", () => {
+  it("replay after a reopen reproduces every live Start (config bytes, cursor, inputs, history) from the journal, writes nothing and verifies; forks at the first END and at head inherit the Starts and the prefix hashes (checklist §8.9 #48)", async () => {
     const fx = newLog();
     const live: SeenStart[] = [];
     const models = scriptedModels(counterScript); // nondeterministic: replay must serve, not recompute
@@ -163,7 +163,7 @@ describe("§8.9 the execution start marker", () => {
     { name: "inputless with config", inputs: [], config, prompt: "inputless" },
     { name: "default config", inputs: ["hi"], config: undefined, prompt: "hi" },
   ]) {
-    it(`§8.9 #49 resume after a reopen (${v.name}): an execution cut after a model call and a tool call gets the identical Start; model and tool each ran once in total; a second Resume is a no-op; replay repeats nothing`, async () => {
+    it(`resume after a reopen (${v.name}): an execution cut after a model call and a tool call gets the identical Start; model and tool each ran once in total; a second Resume is a no-op; replay repeats nothing (checklist §8.9 #49)`, async () => {
       const fx = newLog();
       const ex = fakeExecutor(); // dedups durably by (session, key), counting every call it gets
       const liveModels = scriptedModels(echoScript);
@@ -204,7 +204,7 @@ describe("§8.9 the execution start marker", () => {
     });
   }
 
-  it("§8.9 #50 default, empty, config-only, cursor-only and inputless execs: EXECUTION_START is committed and observed before Run with the exact config, cursor and input count; the Start's history is empty; replay reproduces the Starts", async () => {
+  it("default, empty, config-only, cursor-only and inputless execs: EXECUTION_START is committed and observed before Run with the exact config, cursor and input count; the Start's history is empty; replay reproduces the Starts (checklist §8.9 #50)", async () => {
     // In proto3 an absent and an empty `bytes` field are the same value: "default" and "empty" both record none.
     const variants = [
       { name: "default", inputs: ["hi"] },
@@ -269,7 +269,7 @@ describe("§8.9 the execution start marker", () => {
     }
   });
 
-  it("§8.9 #52 a fork cut at the marker or between inputs cannot be resumed (invalid, nothing appended, harness not run); a fork after all inputs, or of an explicit zero-input turn, resumes with the original config, cursor and inputs and empty history", async () => {
+  it("a fork cut at the marker or between inputs cannot be resumed (invalid, nothing appended, harness not run); a fork after all inputs, or of an explicit zero-input turn, resumes with the original config, cursor and inputs and empty history (checklist §8.9 #52)", async () => {
     const parent = newLog();
     const live: SeenStart[] = [];
     const config = new Uint8Array([0, 255, 9]);
@@ -311,7 +311,7 @@ describe("§8.9 the execution start marker", () => {
     expect(seen2[0]).toMatchObject({ config: "00ff09", cursor: 8n, inputs: [], history: [] });
   });
 
-  it("§8.9 #53 a bodyless marker, a marker that is not first in its execution, or two markers make both Replay and Resume fail as an invalid log without running the harness", async () => {
+  it("a bodyless marker, a marker that is not first in its execution, or two markers make both Replay and Resume fail as an invalid log without running the harness (checklist §8.9 #53)", async () => {
     const malformed: [string, (id: string) => Event[]][] = [
       ["bodyless marker", (id) => [marker(id, undefined, false), input(id)]],
       ["marker not first", (id) => [input(id), marker(id, 1n)]],
@@ -345,7 +345,7 @@ describe("§8.9 the execution start marker", () => {
     }
   });
 
-  it("§8.9 #54 a first append refused by CAS or failing in storage: that error, head 0, the harness never runs, no model call, nothing observed", async () => {
+  it("a first append refused by CAS or failing in storage: that error, head 0, the harness never runs, no model call, nothing observed (checklist §8.9 #54)", async () => {
     // A stale fence cannot refuse a first append here: every turn's first append mints its own fence
     // in the same transaction (TurnWriter.open), superseding any older writer.
     const attempt = async (log: TurnLog, expectedSeq?: bigint) => {

@@ -1,6 +1,6 @@
 /**
- * Input completeness through Resume and Replay (BEHAVIOUR.md §2.6, §2.4; checklist §8.10 #56-#58,
- * §8.11 #61): an invocation whose inputs were only partly committed never reached its harness and is
+ * Input completeness through Resume and Replay (docs/behaviour.md §2.6, §2.4; checklist §8.10 #56-#58,
+ * checklist §8.11 #61): an invocation whose inputs were only partly committed never reached its harness and is
  * not resumed; one with all its inputs (or a genuinely inputless one) is, once; a malformed count or
  * INPUT stops Resume, and stops Replay when the turn completed, but a malformed incomplete tail is
  * skipped by Replay; Replay never writes.
@@ -66,8 +66,8 @@ const modelAndTool: Harness = {
   },
 };
 
-describe("§8.10 input completeness", () => {
-  it("§8.10 #56 truncated snapshots: marker-only or partly committed inputs are not resumed; all inputs, or a genuinely inputless turn, resume once with the original inputs (one model call, one tool call)", async () => {
+describe("input completeness (checklist §8.10)", () => {
+  it("truncated snapshots: marker-only or partly committed inputs are not resumed; all inputs, or a genuinely inputless turn, resume once with the original inputs (one model call, one tool call) (checklist §8.10 #56)", async () => {
     const fx = newLog();
     await liveTurn(fx, modelAndTool, scriptedModels(echoScript), ["a", "b"], { tools: toolDeps(fakeExecutor().executor) });
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "INPUT", "MODEL_CALL", "OUTPUT", "TOOL_CALL", "TOOL_RESULT", "OUTPUT", "END"]);
@@ -119,7 +119,7 @@ describe("§8.10 input completeness", () => {
     ["a payloadless INPUT", [marker("bad", 1n), payloadless("bad")]],
   ];
 
-  it("§8.10 #57 Resume: a missing, negative or excess count or a payloadless INPUT is an invalid log; missing or partial inputs of an incomplete tail are an incomplete invocation; nothing runs or is written", async () => {
+  it("Resume: a missing, negative or excess count or a payloadless INPUT is an invalid log; missing or partial inputs of an incomplete tail are an incomplete invocation; nothing runs or is written (checklist §8.10 #57)", async () => {
     const cases: [string, Event[], boolean][] = [
       ...malformed.map(([name, recs]) => [name, recs, false] as [string, Event[], boolean]),
       ["no inputs of two", [marker("bad", 2n)], true],
@@ -139,7 +139,7 @@ describe("§8.10 input completeness", () => {
     }
   });
 
-  it("§8.10 #57 Replay: a malformed completed turn fails before the valid prefix runs; a malformed incomplete tail is skipped and the prefix runs once; Replay never writes", async () => {
+  it("Replay: a malformed completed turn fails before the valid prefix runs; a malformed incomplete tail is skipped and the prefix runs once; Replay never writes (checklist §8.10 #57)", async () => {
     for (const [name, recs] of malformed) {
       const completed = newLog();
       await liveTurn(completed, modelHarness(), scriptedModels(echoScript), ["ok"]);
@@ -165,7 +165,7 @@ describe("§8.10 input completeness", () => {
     }
   });
 
-  it("§8.10 #58 a completed turn followed by a turn whose INPUT append failed: Replay runs only the completed turn and writes nothing", async () => {
+  it("a completed turn followed by a turn whose INPUT append failed: Replay runs only the completed turn and writes nothing (checklist §8.10 #58)", async () => {
     const fx = newLog();
     const runs = newRuns();
     const h = counted(modelHarness(), runs);
@@ -195,8 +195,8 @@ describe("§8.10 input completeness", () => {
   });
 });
 
-describe("§8.11 turn boundaries", () => {
-  it("§8.11 #61 an ID-bearing INPUT followed by an ID-less OUTPUT makes Replay (and Resume) fail as an invalid log; no harness runs", async () => {
+describe("turn boundaries (checklist §8.11)", () => {
+  it("an ID-bearing INPUT followed by an ID-less OUTPUT makes Replay (and Resume) fail as an invalid log; no harness runs (checklist §8.11 #61)", async () => {
     const fx = newLog();
     await liveTurn(fx, modelHarness(), scriptedModels(echoScript), ["ok"]);
     write(fx, marker("a", 1n), input("a"), create(EventSchema, { kind: EventKind.EVENT_OUTPUT, body: { case: "message", value: userText("o") } }));

@@ -1,5 +1,5 @@
 /**
- * Controller replay (BEHAVIOUR.md §2.4, checklist §8.1 #1, §8.7 #31-39, §8.11, §8.13 #86):
+ * Controller replay (docs/behaviour.md §2.4, checklist §8.1 #1, checklist §8.7 #31-39, checklist §8.11, checklist §8.13 #86):
  * recorded outputs come back with zero model calls, and any change in what the harness asks for
  * is a divergence; the journal is never written.
  */

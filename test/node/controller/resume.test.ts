@@ -1,5 +1,5 @@
 /**
- * Controller recovery (BEHAVIOUR.md §2.5, checklist §8.1 #3, §8.8 #40-47, §8.9 #52, §8.13 #85-87):
+ * Controller recovery (docs/behaviour.md §2.5, checklist §8.1 #3, checklist §8.8 #40-47, checklist §8.9 #52, checklist §8.13 #85-87):
  * a lost END costs no model call; a cut model call is re-driven exactly once, and a harness retry
  * after a failed re-drive is a new call of its own (#43); a different request diverges without a
  * provider call; malformed or incomplete journals are refused untouched.
@@ -98,7 +98,7 @@ describe("resumeLatest", () => {
     expect(fx.events().filter((e) => e.event.kind === 3)).toHaveLength(1);
   });
 
-  it("§8.8 #43 resume: a harness that retries inside the same Run after a failed re-drive records a new MODEL_CALL and its OUTPUT; replay needs no call", async () => {
+  it("resume: a harness that retries inside the same Run after a failed re-drive records a new MODEL_CALL and its OUTPUT; replay needs no call (checklist §8.8 #43)", async () => {
     // Retries a failed model call once, with the same request: the retry is a new live call.
     const retrying: Harness = {
       describe: () => descriptor("h"),
@@ -162,7 +162,7 @@ describe("resumeLatest", () => {
     expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "USAGE", "END"]);
   });
 
-  it("§8.1 #5 resume: a lost END after OUTPUT and USAGE costs no model call, keeps the one USAGE with its values, and replays", async () => {
+  it("resume: a lost END after OUTPUT and USAGE costs no model call, keeps the one USAGE with its values, and replays (checklist §8.1 #5)", async () => {
     const fx = newLog();
     const usage = { model: "m", inputTokens: 11n, outputTokens: 7n, reasoningTokens: 2n };
     const reports = modelHarness("h", "1", (sink) => sink.usage(usage as never));

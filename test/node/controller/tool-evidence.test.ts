@@ -1,6 +1,6 @@
 /**
  * Recorded tool evidence the host would never write, and a handled executor failure, on replay and
- * resume (BEHAVIOUR.md §2.4-2.5; checklist §8.12 #65, #66, #76). The malformed journals are written
+ * resume (docs/behaviour.md §2.4-2.5; checklist §8.12 #65, #66, #76). The malformed journals are written
  * straight into the journal (the host's own writers cannot produce them); the harness then re-issues
  * exactly the call the journal names, so the only thing wrong is the evidence.
  */
@@ -72,7 +72,7 @@ const diverged = (out: Awaited<ReturnType<typeof resume>>) =>
     outcome: { kind: "failed", code: Code.FailedPrecondition, message: expect.stringMatching(/^replay diverged at seq \d+/) },
   });
 
-describe("malformed tool evidence (§8.12 #65)", () => {
+describe("malformed tool evidence (checklist §8.12 #65)", () => {
   const c1 = toolCall({ id: "c1", idempotencyKey: "k1" });
   const cases: [string, Event[]][] = [
     ["a result with no preceding call", [resultEv("c1")]],
@@ -81,13 +81,13 @@ describe("malformed tool evidence (§8.12 #65)", () => {
     ["a result with another call's id", [callEv(c1), resultEv("c2")]],
   ];
   for (const [name, evidence] of cases) {
-    it(`§8.12 #65 replay, resume: ${name} diverges; no executor or model call, Resume appends only ERROR`, async () => {
+    it(`replay, resume: ${name} diverges; no executor or model call, Resume appends only ERROR (checklist §8.12 #65)`, async () => {
       await bothPaths(c1, evidence, diverged, /^replay diverged at seq \d+/);
     });
   }
 });
 
-describe("recorded intents the host would refuse (§8.12 #66)", () => {
+describe("recorded intents the host would refuse (checklist §8.12 #66)", () => {
   // A re-issued call the host would refuse live cannot be the recorded one: ErrReplayDiverged at
   // the recorded call, its message wrapping the specific cause (objects/controller/recorded-sink.ts).
   const refusals: [string, ToolCall, RegExp][] = [
@@ -96,7 +96,7 @@ describe("recorded intents the host would refuse (§8.12 #66)", () => {
     ["unspecified mediation", toolCall({ id: "c1", mediation: Mediation.UNSPECIFIED }), /mediat/],
   ];
   for (const [name, call, cause] of refusals) {
-    it(`§8.12 #66 replay, resume: a recorded intent with ${name} diverges wrapping that cause, never runs the executor`, async () => {
+    it(`replay, resume: a recorded intent with ${name} diverges wrapping that cause, never runs the executor (checklist §8.12 #66)`, async () => {
       await bothPaths(
         call,
         [callEv(call), resultEv("c1")],
@@ -112,7 +112,7 @@ describe("recorded intents the host would refuse (§8.12 #66)", () => {
     });
   }
 
-  it("§8.12 #66 replay, resume: an approval-mediated intent without its request (a pre-approval writer's receipt) is refused before anything runs", async () => {
+  it("replay, resume: an approval-mediated intent without its request (a pre-approval writer's receipt) is refused before anything runs (checklist §8.12 #66)", async () => {
     const call = toolCall({ id: "c1", mediation: Mediation.REQUIRES_APPROVAL });
     // As the cut tail, Resume reaches the gate and finds no request after the call: divergence.
     const fx = newLog();
@@ -133,8 +133,8 @@ describe("recorded intents the host would refuse (§8.12 #66)", () => {
   });
 });
 
-describe("a handled executor failure (§8.12 #76)", () => {
-  it("§8.12 #76 resume: after a handled executor failure a lost END is restored alone; no effect repeats; a second Resume is a no-op", async () => {
+describe("a handled executor failure (checklist §8.12 #76)", () => {
+  it("resume: after a handled executor failure a lost END is restored alone; no effect repeats; a second Resume is a no-op (checklist §8.12 #76)", async () => {
     const fx = newLog();
     const ex = fakeExecutor((c) =>
       c.id === "a" ? new ToolExecutionError("executor answered HTTP 500") : create(ToolResultSchema, { output: { paid: true } }),

@@ -1,5 +1,5 @@
 /**
- * Tool calls on replay and on a resume's live tail (BEHAVIOUR.md §2.4-2.5, §1.5; checklist §8.12
+ * Tool calls on replay and on a resume's live tail (docs/behaviour.md §2.4-2.5, §1.5; checklist §8.12
  * #70, #79): argument shapes that JSON tells apart are distinct identities on every recorded path,
  * and a tool failure after the recorded prefix is that failure, not a divergence.
  */
@@ -45,7 +45,7 @@ describe("argument identity", () => {
   ];
 
   for (const [name, recorded, reissued] of shapes) {
-    it(`§8.12 #70 replay, resume with result, resume at intent: ${name} args diverge; no executor or model call`, async () => {
+    it(`replay, resume with result, resume at intent: ${name} args diverge; no executor or model call (checklist §8.12 #70)`, async () => {
       // Replay of the completed execution.
       const fx = newLog();
       const ex = fakeExecutor();
@@ -87,7 +87,7 @@ describe("argument identity", () => {
     });
   }
 
-  it('§8.12 #70 replay, resume: arguments that are not plain JSON ("unconvertible") diverge at the recorded call; no executor or model call', async () => {
+  it('checklist §8.12 #70 replay, resume: arguments that are not plain JSON ("unconvertible") diverge at the recorded call; no executor or model call', async () => {
     const fx = newLog();
     const ex = fakeExecutor();
     await liveTurn(fx, toolHarness([withArgs({ a: 1 })]), scriptedModels(echoScript), [], { tools: toolDeps(ex.executor) });
@@ -148,7 +148,7 @@ describe("live-tail tool errors", () => {
     ],
   ];
   for (const [name, call, check, written] of tails) {
-    it(`§8.12 #79 resume: ${name} after a recorded prefix surfaces as itself, not as a divergence`, async () => {
+    it(`resume: ${name} after a recorded prefix surfaces as itself, not as a divergence (checklist §8.12 #79)`, async () => {
       const fx = newLog();
       const models = scriptedModels(echoScript);
       // The live run was cut right after its model call's OUTPUT.

@@ -1,6 +1,6 @@
 /**
- * Tool calls on every recorded path, and harness identity on recovery and replay (BEHAVIOUR.md
- * §2.4-2.5, §2.7; checklist §8.12 #63, #67, #73, #78, §8.13 #82, #85): a changed call identity
+ * Tool calls on every recorded path, and harness identity on recovery and replay (docs/behaviour.md
+ * §2.4-2.5, §2.7; checklist §8.12 #63, #67, #73, #78, checklist §8.13 #82, #85): a changed call identity
  * diverges on replay, on a resume with the receipt recorded and on a resume at the intent; a
  * swallowed divergence stays a divergence; a resume's live tail hands the executor the caller's
  * arguments after the intent is durable; a re-driven intent's failure is the harness's to handle;
@@ -70,7 +70,7 @@ function counting(harnesses: Record<string, Harness>) {
   return { describe, calls };
 }
 
-describe("§8.12 #63 a changed call identity", () => {
+describe("a changed call identity (checklist §8.12 #63)", () => {
   const original = toolCall({ id: "c1", tool: "pay", idempotencyKey: "k1", args: { to: { acct: "a", tags: ["x", "y"] }, amount: 5 } });
   const changes: [string, ToolCall][] = [
     ["id", toolCall({ ...original, id: "c2" })],
@@ -82,7 +82,7 @@ describe("§8.12 #63 a changed call identity", () => {
     ["mediation", toolCall({ ...original, mediation: Mediation.REQUIRES_APPROVAL })],
   ];
   for (const [what, changed] of changes) {
-    it(`§8.12 #63 replay, resume with result, resume at intent: a changed ${what} diverges; no executor call, no served result, no model call`, async () => {
+    it(`replay, resume with result, resume at intent: a changed ${what} diverges; no executor call, no served result, no model call (checklist §8.12 #63)`, async () => {
       const fx = newLog();
       const live = fakeExecutor();
       expect(await liveTurn(fx, toolHarness([original]), scriptedModels(echoScript), [], { tools: toolDeps(live.executor) })).toEqual({ kind: "completed" });
@@ -141,7 +141,7 @@ function swallowingHarness(wrong: (sink: Parameters<Harness["run"]>[1]) => Promi
   };
 }
 
-describe("§8.12 #67 a swallowed divergence", () => {
+describe("a swallowed divergence (checklist §8.12 #67)", () => {
   const liveHarness: Harness = {
     describe: () => descriptor("h"),
     async run(_s, sink) {
@@ -154,7 +154,7 @@ describe("§8.12 #67 a swallowed divergence", () => {
     ["tool call", (sink) => sink.toolCall(toolCall({ id: "c1", idempotencyKey: "k1", args: { changed: true } }))],
   ];
   for (const [name, wrong] of wrongs) {
-    it(`§8.12 #67 resume, replay: a harness that swallows a ${name} divergence and keeps emitting effects still fails diverged; no executor or model call; Resume appends only ERROR`, async () => {
+    it(`resume, replay: a harness that swallows a ${name} divergence and keeps emitting effects still fails diverged; no executor or model call; Resume appends only ERROR (checklist §8.12 #67)`, async () => {
       const fx = newLog();
       await liveTurn(fx, liveHarness, scriptedModels(echoScript), ["hi"], { tools: toolDeps(fakeExecutor().executor) });
       expect(fx.kinds()).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "TOOL_CALL", "TOOL_RESULT", "END"]);
@@ -184,8 +184,8 @@ describe("§8.12 #67 a swallowed divergence", () => {
   }
 });
 
-describe("§8.12 #73 the executor on a resume live tail", () => {
-  it("§8.12 #73 resume: the live tail's executor receives the caller's original arguments, and the intent is durable when it runs", async () => {
+describe("the executor on a resume live tail (checklist §8.12 #73)", () => {
+  it("resume: the live tail's executor receives the caller's original arguments, and the intent is durable when it runs (checklist §8.12 #73)", async () => {
     const args = { amount: 12.5, n: 3, to: { acct: "a", tags: ["x", null, true] }, none: null, list: [[1], { b: "c" }] };
     const tail = (a: typeof args): Harness => ({
       describe: () => descriptor("h"),
@@ -214,13 +214,13 @@ describe("§8.12 #73 the executor on a resume live tail", () => {
   });
 });
 
-describe("§8.12 #78 a re-driven intent's failure", () => {
+describe("a re-driven intent's failure (checklist §8.12 #78)", () => {
   const failures: [string, () => Error][] = [
     ["an executor error", () => new ToolExecutionError("executor answered HTTP 502")],
     ["a divergence error from the executor", () => new ReplayDivergedError(0n, "the executor's own replay check")],
   ];
   for (const [name, failure] of failures) {
-    it(`§8.12 #78 resume: ${name} on a re-driven intent reaches the harness as a live outcome; Resume completes; a later replay does not retry the executor`, async () => {
+    it(`resume: ${name} on a re-driven intent reaches the harness as a live outcome; Resume completes; a later replay does not retry the executor (checklist §8.12 #78)`, async () => {
       const fx = newLog();
       const call = toolCall({ id: "c1", idempotencyKey: "k1" });
       await liveTurn(fx, toolHarness([call]), scriptedModels(echoScript), [], { tools: toolDeps(fakeExecutor().executor) });
@@ -252,8 +252,8 @@ describe("§8.12 #78 a re-driven intent's failure", () => {
   }
 });
 
-describe("§8.13 #82 the execution Resume acts on", () => {
-  it("§8.13 #82 resume: the last first-seen pending execution's Start values are used even when later records of older executions follow; they are copies; the prefix is unchanged", async () => {
+describe("the execution Resume acts on (checklist §8.13 #82)", () => {
+  it("resume: the last first-seen pending execution's Start values are used even when later records of older executions follow; they are copies; the prefix is unchanged (checklist §8.13 #82)", async () => {
     const fx = newLog();
     const seen: HarnessStart[] = [];
     const probe: Harness = {
@@ -292,8 +292,8 @@ describe("§8.13 #82 the execution Resume acts on", () => {
   });
 });
 
-describe("§8.13 #85 recorded harness identity", () => {
-  it("§8.13 #85 resume, replay: an empty served version fails against a recorded one; an empty recorded version passes; nothing runs or is appended on a mismatch", async () => {
+describe("recorded harness identity (checklist §8.13 #85)", () => {
+  it("resume, replay: an empty served version fails against a recorded one; an empty recorded version passes; nothing runs or is appended on a mismatch (checklist §8.13 #85)", async () => {
     for (const path of ["resume", "replay"] as const) {
       const fx = newLog();
       await liveTurn(fx, modelHarness("h", "1"), scriptedModels(path === "resume" ? failingScript(1) : echoScript), ["hi"]);
@@ -323,7 +323,7 @@ describe("§8.13 #85 recorded harness identity", () => {
     expect(await replay(fx, modelHarness("h", "9"))).toMatchObject({ ok: true });
   });
 
-  it("§8.13 #85 resume, replay: the recorded registry alias names the harness whatever its descriptor id; the alias does not override the version", async () => {
+  it("resume, replay: the recorded registry alias names the harness whatever its descriptor id; the alias does not override the version (checklist §8.13 #85)", async () => {
     const fx = newLog();
     // Live: registered as "alias", describing itself as "desc-id".
     await liveTurn(fx, modelHarness("desc-id", "1"), scriptedModels(failingScript(1)), ["hi"], { name: "alias" });

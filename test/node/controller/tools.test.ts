@@ -1,6 +1,6 @@
 /**
- * Host-mediated tool calls and approval gates in the controller (BEHAVIOUR.md §1.5, §2.4-2.5,
- * §4.11; checklist §8.1 #9-11, §8.3, §8.12, §8.14): validation before intent, record before
+ * Host-mediated tool calls and approval gates in the controller (docs/behaviour.md §1.5, §2.4-2.5,
+ * §4.11; checklist §8.1 #9-11, checklist §8.3, checklist §8.12, checklist §8.14): validation before intent, record before
  * effect, receipts served on replay, cut intents re-driven once with the recorded key, parks.
  */
 import { create } from "@bufbuild/protobuf";

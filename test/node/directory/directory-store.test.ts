@@ -1,5 +1,5 @@
 /**
- * The tenant's session index: keyset paging (BEHAVIOUR.md §4.3), project filtering, ordering.
+ * The tenant's session index: keyset paging (docs/behaviour.md §4.3), project filtering, ordering.
  */
 import { describe, expect, it } from "vitest";
 import { DirectoryStore, pageTokenFor, parsePageToken, type DirectoryRow } from "../../../objects/directory/directory-store.js";

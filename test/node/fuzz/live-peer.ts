@@ -8,7 +8,7 @@
  * streams never does, and the guards around a running execution.
  *
  * Oracle: every answer passes oracle.ts, except that INTERNAL is the contract's answer to a harness
- * failing mid-turn (BEHAVIOUR.md §4.12 "harness or model failure mid-turn (ERROR journaled)"), so
+ * failing mid-turn (docs/behaviour.md §4.12 "harness or model failure mid-turn (ERROR journaled)"), so
  * an Exec may end INTERNAL when its stream carried the ERROR record. The caller verifies the chains.
  */
 import { create, toBinary } from "@bufbuild/protobuf";

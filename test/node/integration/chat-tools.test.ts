@@ -1,5 +1,5 @@
 /**
- * The chat harness's tool loop end to end (BEHAVIOUR.md §1.5, §2.1 I1/I3, §7.3) against a real
+ * The chat harness's tool loop end to end (docs/behaviour.md §1.5, §2.1 I1/I3, §7.3) against a real
  * `wrangler dev`, a stand-in OpenAI-compatible provider and a stand-in tool executor webhook, both
  * over real HTTP: a host-executed call, and an approval-gated call approved and denied.
  */

@@ -1,6 +1,6 @@
 /**
  * The conformance suite (conformance/cases/*.yaml) against the shared `wrangler dev`, one test per
- * case (STYLE 31). A case listed in conformance/known-failing.txt is expected to fail (`it.fails`),
+ * case. A case listed in conformance/known-failing.txt is expected to fail (`it.fails`),
  * so this file notices the day it starts passing and its line can be removed.
  */
 import { describe, expect, inject, it } from "vitest";

@@ -1,7 +1,7 @@
 /**
  * The controller end to end against a real `wrangler dev` and a real HTTP stand-in for an
  * OpenAI-compatible provider that counts requests and answers differently every time
- * (issue 3 "Done when"; BEHAVIOUR.md §2.2-2.5, checklist §8.1 #1, #3, #12-14, §8.8 #40-41).
+ * (issue 3 "Done when"; docs/behaviour.md §2.2-2.5, checklist §8.1 #1, #3, #12-14, checklist §8.8 #40-41).
  *
  * The fault tests SIGKILL the server (wrangler and workerd) mid-turn and restart it on the same
  * storage, so they run in this file's own server, one after another.
@@ -132,7 +132,7 @@ describe("controller with a real model provider", () => {
     expect((await audit.verify({ session: uid, replay: true })).modelCalls).toBe(0n);
   });
 
-  it("resume (§8.17 #183): a model failure (HTTP 503, an Unavailable status) while Resume re-drives the turn fails INTERNAL with an ERROR journaled", async () => {
+  it("resume (checklist §8.17 #183): a model failure (HTTP 503, an Unavailable status) while Resume re-drives the turn fails INTERNAL with an ERROR journaled", async () => {
     fake.next = () => ({ kind: "error", status: 503 });
     const s = await client.create({ harness: "chat" });
     const uid = s.metadata!.uid;
@@ -156,9 +156,9 @@ describe("controller with a real model provider", () => {
     expect(kinds(await records(uid)).slice(-3)).toEqual(["OUTPUT", "END", "LIFECYCLE"]);
   });
 
-  // CONTRACT.md §8 (Exec: "missing tool executor → FAILED_PRECONDITION") rather than the INTERNAL of
-  // BEHAVIOUR.md's pre-approval tests (its §4.12 version note).
-  it('tool (§8.17 #167): without an executor a host-executed call fails the Exec FAILED_PRECONDITION "no tool executor configured" after its intent; an empty key fails INTERNAL before any intent', async () => {
+  // docs/contract.md §8 (Exec: "missing tool executor → FAILED_PRECONDITION") rather than the INTERNAL of
+  // docs/behaviour.md's pre-approval tests (its §4.12 version note).
+  it('tool (checklist §8.17 #167): without an executor a host-executed call fails the Exec FAILED_PRECONDITION "no tool executor configured" after its intent; an empty key fails INTERNAL before any intent', async () => {
     const s = await client.create({ harness: "tools" });
     const uid = s.metadata!.uid;
     const config = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));

@@ -7,7 +7,7 @@
 import { expect, it } from "vitest";
 import { runSubstrateDemo } from "../../../scripts/demo-substrate.js";
 
-it("demo:substrate: runs exec, exec, suspend, resume, exec, fork --count 3 and an exec on each child, verifies every chain and prints the summary line (§8.18 #194)", {
+it("demo:substrate: runs exec, exec, suspend, resume, exec, fork --count 3 and an exec on each child, verifies every chain and prints the summary line (checklist §8.18 #194)", {
   timeout: 180_000,
 }, async () => {
   const lines: string[] = [];

@@ -103,7 +103,7 @@ async function expectNoChildren(parent: { uid: string; project: string }, childr
 }
 
 describe("memory tier: suspend and resume", () => {
-  it("substrate: Suspend keeps a cold actor with its snapshot, Resume restores it and the counter continues at N+1; records START…END, SUSPEND, RESUME, START…END; ateapi create, resume, suspend, resume, no delete (§8.16 #154, §8.18 #194)", async () => {
+  it("substrate: Suspend keeps a cold actor with its snapshot, Resume restores it and the counter continues at N+1; records START…END, SUSPEND, RESUME, START…END; ateapi create, resume, suspend, resume, no delete (checklist §8.16 #154, checklist §8.18 #194)", async () => {
     const p = await counterAt(2);
     const suspended = await host.client.suspend(p.uid);
     expect(suspended.computeState).toBe(ComputeState.COMPUTE_COLD);
@@ -166,7 +166,7 @@ describe("memory tier: suspend and resume", () => {
 });
 
 describe("memory tier: fork", () => {
-  it("fork: checkpoints the parent once and clones each child from its own tag; every child holds the prefix plus FORK, verifies and answers N+1; so does the resumed parent; a child's Delete releases its tag (§8.16 #142, #145, §8.18 #194)", async () => {
+  it("fork: checkpoints the parent once and clones each child from its own tag; every child holds the prefix plus FORK, verifies and answers N+1; so does the resumed parent; a child's Delete releases its tag (checklist §8.16 #142, #145, checklist §8.18 #194)", async () => {
     const p = await counterAt(3);
     const head = (await host.client.get(p.uid)).lastSeq;
     const from = stack.standin.calls.length;
@@ -225,7 +225,7 @@ describe("memory tier: fork", () => {
     expect(await say(uids[1]!)).toEqual(["5"]);
   });
 
-  it("fork: at a historical seq it is FAILED_PRECONDITION saying why, with no fence minted, no ateapi call and no child; the parent stays usable (§8.16 #143, §8.17 #171)", async () => {
+  it("fork: at a historical seq it is FAILED_PRECONDITION saying why, with no fence minted, no ateapi call and no child; the parent stays usable (checklist §8.16 #143, checklist §8.17 #171)", async () => {
     const p = await counterAt(2);
     const from = stack.standin.calls.length;
     const e = await rejection(host.client.fork(p.uid, { at: 4n, count: 2 }));
@@ -248,7 +248,7 @@ describe("memory tier: fork", () => {
     expect((await host.client.get(p.uid)).lastSeq).toBe(4n);
   });
 
-  it("fork with step 2 of the clones failing: nothing of the fan-out is left, and the parent keeps its checkpoint (§8.16 #148)", async () => {
+  it("fork with step 2 of the clones failing: nothing of the fan-out is left, and the parent keeps its checkpoint (checklist §8.16 #148)", async () => {
     const p = await counterAt(2);
     const from = stack.standin.calls.length;
     stack.standin.faults.fail({ method: "CreateActor", code: Code.Internal, match: (s) => s !== p.uid, nth: 2 });
@@ -302,7 +302,7 @@ describe("memory tier: fork", () => {
 });
 
 describe("memory tier: a stateless harness on the bridge", () => {
-  it("substrate: echo on an actor replays byte-identically with zero model calls and a verifying chain; a historical-seq fork of the counter is refused and leaves it usable (§8.18 #196)", async () => {
+  it("substrate: echo on an actor replays byte-identically with zero model calls and a verifying chain; a historical-seq fork of the counter is refused and leaves it usable (checklist §8.18 #196)", async () => {
     const s = await host.client.create({ harness: "sub-echo", project: `mem-${++projects}` });
     const uid = s.metadata!.uid;
     expect((await host.client.exec({ session: uid, inputs: ["one"] })).outputs).toEqual(["echo:one"]);

@@ -1,5 +1,5 @@
 /**
- * The per-session overlap guard on the wire (BEHAVIOUR.md §4.5, §4.8, §4.9, §6.2; checklist §8.17
+ * The per-session overlap guard on the wire (docs/behaviour.md §4.5, §4.8, §4.9, §6.2; checklist §8.17
  * #176), against the shared `wrangler dev`: while one Exec runs, a second Exec, a Suspend and a
  * Resume of the same session are ABORTED and change nothing; the first Exec still completes and a
  * Suspend afterwards succeeds. The in-process checks of the guard's reason are in
@@ -57,7 +57,7 @@ const codeOf = (p: Promise<unknown>) =>
   );
 
 describe("the overlap guard over the wire", () => {
-  it("exec (§8.17 #176): a second Exec, a Suspend and a Resume while a turn runs are ABORTED and change nothing; the turn completes; Suspend then succeeds", async () => {
+  it("exec (checklist §8.17 #176): a second Exec, a Suspend and a Resume while a turn runs are ABORTED and change nothing; the turn completes; Suspend then succeeds", async () => {
     const held = heldHarness();
     const name = `held-${randomHex(4)}`;
     const s = serve({ url, name, harness: held.harness, backoff: { initialMs: 50, maxMs: 200 } });

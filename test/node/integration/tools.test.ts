@@ -92,7 +92,7 @@ describe("host-mediated tools", () => {
     expect(JSON.stringify(rs.map((r) => r.toString()))).not.toContain("SECRET");
   });
 
-  it("tool (§8.17 #167): an executor failure the harness does not handle fails the Exec INTERNAL after the intent, with no receipt", async () => {
+  it("tool (checklist §8.17 #167): an executor failure the harness does not handle fails the Exec INTERNAL after the intent, with no receipt", async () => {
     const s = await client.create({ harness: "tools" });
     const uid = s.metadata!.uid;
     const before = exec.requests.length;
@@ -136,7 +136,7 @@ describe("approval gates", () => {
     await server.restart();
     const got = await client.get(uid);
     expect(got.pendingApproval?.requestSeq).toBe(4n);
-    // §8.17 #188: the listing shows the same pending approval after the restart.
+    // checklist §8.17 #188: the listing shows the same pending approval after the restart.
     let listed: Session | undefined;
     for await (const x of client.list()) if (x.metadata?.uid === uid) listed = x;
     expect(listed?.pendingApproval).toEqual(got.pendingApproval);
@@ -172,7 +172,7 @@ describe("approval gates", () => {
       approvalDecisionSeq: 6n,
     });
 
-    // §8.17 #188: an exact retry after a newer turn returns the original decision and changes nothing.
+    // checklist §8.17 #188: an exact retry after a newer turn returns the original decision and changes nothing.
     const newer = await client.exec({ session: uid, inputs: ["next"], config: config([]) });
     const head = newer.cursor;
     const retried = await client.raw.approve({
@@ -226,7 +226,7 @@ describe("approval gates", () => {
 });
 
 describe("listings and fork metadata through a restart", () => {
-  it("restart (§8.15 #133, §8.17 #169 #174): a project's listing (an eventless session included, exact project, pages of 2) and forked children's metadata read the same after a server restart", async () => {
+  it("restart (checklist §8.15 #133, checklist §8.17 #169 #174): a project's listing (an eventless session included, exact project, pages of 2) and forked children's metadata read the same after a server restart", async () => {
     const project = `restart-${Date.now()}`;
     const note = 'say "hi"\nthen — ünïcødé ✓';
     const empty = await client.create({ project, name: "empty", model: "m-empty" });

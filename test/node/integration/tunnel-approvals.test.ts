@@ -1,5 +1,5 @@
 /**
- * Approval gates over the wire, host side (BEHAVIOUR.md §4.11 "Over the wire"; docs/tunnel.md;
+ * Approval gates over the wire, host side (docs/behaviour.md §4.11 "Over the wire"; docs/tunnel.md;
  * checklist §8.5 #25, #26, #27), against a real `wrangler dev` with a stand-in tool executor that counts
  * requests. The harness is a bare WebSocket peer (the `ws` package and the generated messages, no
  * SDK), so every frame the host sends is seen as sent: after Approve, the recovery stream carries
@@ -144,7 +144,7 @@ describe("approval gates over the wire", () => {
   ] as const;
 
   for (const v of variants) {
-    it(`§8.5 #25 #26 #27 ${v.name}: the park frame is the journaled request and nothing terminal is written; Resume sends the decision frame then the receipt (the journal's seqs, code ${ToolResult_Code[v.code]}); replay re-sends the same pair and writes nothing`, async () => {
+    it(`${v.name}: the park frame is the journaled request and nothing terminal is written; Resume sends the decision frame then the receipt (the journal's seqs, code ${ToolResult_Code[v.code]}); replay re-sends the same pair and writes nothing (checklist §8.5 #25 #26 #27)`, async () => {
       const uid = (await client.create({ harness: NAME })).metadata!.uid;
       replies.set(uid, v.executor);
 

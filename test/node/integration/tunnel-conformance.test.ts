@@ -1,5 +1,5 @@
 /**
- * Checklist §8.3 (tool arguments), §8.4 (execution start) and §8.5 #28 over the wire, against a
+ * Checklist checklist §8.3 (tool arguments), checklist §8.4 (execution start) and checklist §8.5 #28 over the wire, against a
  * real `wrangler dev` with a stand-in model provider and a stand-in tool executor that count what
  * they are asked. Each harness is a bare WebSocket peer (the `ws` package and the generated
  * messages, no SDK), so it sends exactly what a raw peer in any language could (NaN in a Struct,
@@ -252,14 +252,14 @@ async function connect(name: string, behave: Behaviour): Promise<WirePeer> {
   return p;
 }
 
-describe("§8.3 tool arguments from a raw remote peer", () => {
+describe("tool arguments from a raw remote peer (checklist §8.3)", () => {
   let peer: WirePeer;
   beforeAll(async () => {
     peer = await connect("wire-args", argsBehaviour);
   });
 
   for (const kind of Object.keys(BAD_ARGS)) {
-    it(`§8.3 #18 #19 arguments with ${kind} in the Struct: Exec fails, the executor never runs, no TOOL_CALL, TOOL_RESULT or END is journaled`, async () => {
+    it(`arguments with ${kind} in the Struct: Exec fails, the executor never runs, no TOOL_CALL, TOOL_RESULT or END is journaled (checklist §8.3 #18 #19)`, async () => {
       const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
       const err = await client.exec({ session: uid, inputs: [`bad-${kind}`] }).catch((e) => ConnectError.from(e));
       expect(err).toBeInstanceOf(ConnectError);
@@ -274,7 +274,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     });
   }
 
-  it("§8.3 #20 live: a peer that swallows the refusal (a failed receipt) and then makes a valid call still fails; the executor never runs; only EXECUTION_START, INPUT, ERROR", async () => {
+  it("live: a peer that swallows the refusal (a failed receipt) and then makes a valid call still fails; the executor never runs; only EXECUTION_START, INPUT, ERROR (checklist §8.3 #20)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     const err = await client.exec({ session: uid, inputs: ["bad-nan-retry"] }).catch((e) => ConnectError.from(e));
     expect(err).toBeInstanceOf(ConnectError);
@@ -286,7 +286,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     expect(stream!.state).toBe("valid");
   });
 
-  it("§8.3 #20 replay: a swallowed refusal before the recorded valid call diverges; nothing is written, the executor is not called", async () => {
+  it("replay: a swallowed refusal before the recorded valid call diverges; nothing is written, the executor is not called (checklist §8.3 #20)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     expect((await client.exec({ session: uid, inputs: ["plain"] })).outputs).toEqual(["continued"]);
     expect(executorCalls(uid)).toBe(1);
@@ -301,7 +301,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     expect(bytes(await records(uid))).toEqual(before);
   });
 
-  it("§8.3 #20 resume: a swallowed refusal before the recorded valid call diverges; only ERROR is appended, the executor is not called again", async () => {
+  it("resume: a swallowed refusal before the recorded valid call diverges; only ERROR is appended, the executor is not called again (checklist §8.3 #20)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     interruptOnce.add(uid);
     await client.exec({ session: uid, inputs: ["plain"] }).catch((e) => ConnectError.from(e));
@@ -324,7 +324,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
 
   // Inside the recorded prefix a call the host would refuse is a divergence at the recorded call
   // (objects/controller/recorded-sink.ts), not the live refusal.
-  it("§8.3 #20 replay and resume name the swallowed refusal a divergence at the recorded call (ErrReplayDiverged)", async () => {
+  it("replay and resume name the swallowed refusal a divergence at the recorded call (ErrReplayDiverged) (checklist §8.3 #20)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     await client.exec({ session: uid, inputs: ["plain"] });
     swallowFirst.add(uid);
@@ -341,7 +341,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     expect((err as ConnectError).rawMessage).toMatch(/diverged at seq 3/);
   });
 
-  it("§8.3 #21 a changed argument on replay diverges and the executor is not called", async () => {
+  it("a changed argument on replay diverges and the executor is not called (checklist §8.3 #21)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     await client.exec({ session: uid, inputs: ["plain"] });
     const before = bytes(await records(uid));
@@ -354,7 +354,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
     expect(bytes(await records(uid))).toEqual(before);
   });
 
-  it("§8.3 #21 a changed argument on resume diverges and the executor is not called", async () => {
+  it("a changed argument on resume diverges and the executor is not called (checklist §8.3 #21)", async () => {
     const uid = (await client.create({ harness: "wire-args" })).metadata!.uid;
     interruptOnce.add(uid);
     await client.exec({ session: uid, inputs: ["plain"] }).catch((e) => ConnectError.from(e));
@@ -372,7 +372,7 @@ describe("§8.3 tool arguments from a raw remote peer", () => {
   });
 });
 
-describe("§8.4 execution start over the wire", () => {
+describe("execution start over the wire (checklist §8.4)", () => {
   // Byte-exact configs: binary, and whitespace that a JSON round trip would lose.
   const CONFIG_1 = new Uint8Array([0, 255, 32, 10, 9, 0x80, 0]);
   const CONFIG_2 = new TextEncoder().encode(' {\n\t"k" :  1 }\r\n ');
@@ -382,7 +382,7 @@ describe("§8.4 execution start over the wire", () => {
   let live: Start[] = [];
   let journal: LogRecord[] = [];
 
-  it("§8.4 #22 two turns (cursors 41, 42; the second interrupted), the store reopened: recovery sends the live Start again, whatever config and cursor the caller passes, with zero model calls", async () => {
+  it("two turns (cursors 41, 42; the second interrupted), the store reopened: recovery sends the live Start again, whatever config and cursor the caller passes, with zero model calls (checklist §8.4 #22)", async () => {
     peer = await connect("wire-starts", startsBehaviour);
     uid = (await client.create({ harness: "wire-starts" })).metadata!.uid;
     const first = await client.exec({ session: uid, inputs: ["one"], config: CONFIG_1, resumeFromSeq: 41n });
@@ -414,7 +414,7 @@ describe("§8.4 execution start over the wire", () => {
     expect(journal.filter((r) => r.event!.kind === EventKind.EVENT_MODEL_CALL)).toHaveLength(2);
   });
 
-  it("§8.4 #23 replay over the wire reproduces both live Starts, returns the recorded outputs, writes nothing and calls no model", async () => {
+  it("replay over the wire reproduces both live Starts, returns the recorded outputs, writes nothing and calls no model (checklist §8.4 #23)", async () => {
     expect(live).toHaveLength(2);
     const asked = model.requests.length;
     const audit = await client.verify(uid, { replay: true });
@@ -428,7 +428,7 @@ describe("§8.4 execution start over the wire", () => {
     expect(bytes(await records(uid))).toEqual(bytes(journal));
   });
 
-  it("§8.4 #24 forks at the first turn's END and at head, replayed over the wire, reproduce the inherited live Starts; both chains verify", async () => {
+  it("forks at the first turn's END and at head, replayed over the wire, reproduce the inherited live Starts; both chains verify (checklist §8.4 #24)", async () => {
     expect(live).toHaveLength(2);
     const firstEnd = journal.find((r) => r.event!.kind === EventKind.EVENT_END)!.seq;
     const [atEnd] = await client.fork(uid, { at: firstEnd });
@@ -453,7 +453,7 @@ describe("§8.4 execution start over the wire", () => {
   });
 });
 
-describe("§8.5 #28 a foreign park ack over the wire", () => {
+describe("a foreign park ack over the wire (checklist §8.5 #28)", () => {
   let peer: WirePeer;
   beforeAll(async () => {
     peer = await connect("wire-foreign-ack", foreignAckBehaviour);
@@ -474,7 +474,7 @@ describe("§8.5 #28 a foreign park ack over the wire", () => {
     return { uid, turn, stream: stream!, before: peer.received.slice(0, refused - 1), error: peer.received[refused - 1]! };
   }
 
-  it("§8.5 #28 a park acked with a foreign call id: Exec ends (no deadline hit), the stream is gone, the APPROVAL_REQUEST stays, nothing terminal, the chain verifies", async () => {
+  it("a park acked with a foreign call id: Exec ends (no deadline hit), the stream is gone, the APPROVAL_REQUEST stays, nothing terminal, the chain verifies (checklist §8.5 #28)", async () => {
     const { uid, turn, stream, error } = await foreignAck();
     expect(stream.frames.map((f) => f.frame.case)).toEqual(["start", "park"]);
     // After the refusal the stream is gone: END sent on it is refused as unknown (5) and not journaled.
@@ -492,7 +492,7 @@ describe("§8.5 #28 a foreign park ack over the wire", () => {
 
   // HarnessTunnel keeps a stream past PARKED until the session has checked the ack: a refused ack
   // is closed with its reason, an accepted one is forgotten without a StreamClose (docs/tunnel.md).
-  it("§8.5 #28 the peer that acked with a foreign call id is told: StreamClose naming the refusal arrives before the stream is gone", async () => {
+  it("the peer that acked with a foreign call id is told: StreamClose naming the refusal arrives before the stream is gone (checklist §8.5 #28)", async () => {
     const { stream, before } = await foreignAck();
     const closes = before.filter((m) => m.message.case === "close" && m.message.value.stream === stream.id);
     expect(closes).toHaveLength(1);

@@ -1,5 +1,5 @@
 /**
- * BEHAVIOUR.md §8.2 (a harness out of process, over the tunnel) against a real `wrangler dev`, a
+ * checklist §8.2 (a harness out of process, over the tunnel) against a real `wrangler dev`, a
  * stand-in model provider that answers differently every time and a stand-in tool executor that
  * counts effects: a remote failure ends the turn with ERROR carrying its text; replay reproduces a
  * nondeterministic answer with zero model calls; a host-executed call runs exactly once and replay
@@ -83,8 +83,8 @@ async function records(uid: string): Promise<LogRecord[]> {
 }
 const kinds = (rs: LogRecord[]) => rs.map((r) => EventKind[r.event!.kind].replace(/^EVENT_/, ""));
 
-describe("BEHAVIOUR §8.2: a harness out of process", () => {
-  it("§8.2.15 a remote Run failure: Exec's error carries its text, the last event is ERROR (no END), the chain verifies", async () => {
+describe("BEHAVIOUR checklist §8.2: a harness out of process", () => {
+  it("a remote Run failure: Exec's error carries its text, the last event is ERROR (no END), the chain verifies (checklist §8.2 #15)", async () => {
     const uid = (await client.create({ harness: "remote-fails" })).metadata!.uid;
     const err = await client.exec({ session: uid, inputs: ["go"] }).catch((e) => ConnectError.from(e));
     expect(err).toBeInstanceOf(ConnectError);
@@ -95,7 +95,7 @@ describe("BEHAVIOUR §8.2: a harness out of process", () => {
     expect(await client.verify(uid)).toMatchObject({ chainOk: true });
   });
 
-  it("§8.2.16 a nondeterministic model behind a remote harness: replay reproduces the output with zero model calls", async () => {
+  it("a nondeterministic model behind a remote harness: replay reproduces the output with zero model calls (checklist §8.2 #16)", async () => {
     const uid = (await client.create({ harness: "remote-model" })).metadata!.uid;
     const turn = await client.exec({ session: uid, inputs: ["hi"] });
     const asked = model.requests.length;
@@ -109,7 +109,7 @@ describe("BEHAVIOUR §8.2: a harness out of process", () => {
     expect(again.outputs[0]).not.toBe(turn.outputs[0]);
   });
 
-  it("§8.2.17 a remote CONTROLLER_MEDIATED call runs once (one TOOL_CALL, one TOOL_RESULT); replay does not run it again", async () => {
+  it("a remote CONTROLLER_MEDIATED call runs once (one TOOL_CALL, one TOOL_RESULT); replay does not run it again (checklist §8.2 #17)", async () => {
     const uid = (await client.create({ harness: "remote-tools" })).metadata!.uid;
     const turn = await client.exec({ session: uid, inputs: ["weather"] });
     const rs = await records(uid);

@@ -99,7 +99,7 @@ describe("a harness served over the tunnel", () => {
     expect((await client.get(s.metadata!.uid)).lastSeq).toBe(0n);
   });
 
-  it("fork (§8.17 #171): a session on a memory-snapshot harness cannot be forked: FAILED_PRECONDITION, no child in the listing, the parent unchanged", async () => {
+  it("fork (checklist §8.17 #171): a session on a memory-snapshot harness cannot be forked: FAILED_PRECONDITION, no child in the listing, the parent unchanged", async () => {
     const project = `memfork-${Date.now()}`;
     const s = await client.create({ project, harness: "remote-counter" });
     const uid = s.metadata!.uid;
@@ -114,7 +114,7 @@ describe("a harness served over the tunnel", () => {
     expect(await client.get(uid)).toMatchObject({ lastSeq: 0n, computeState: s.computeState });
   });
 
-  it("fork (§8.17 #175): a Fork carrying any identity is refused INVALID_ARGUMENT with the fixed message before the parent's harness is described; no child, the parent unchanged", async () => {
+  it("fork (checklist §8.17 #175): a Fork carrying any identity is refused INVALID_ARGUMENT with the fixed message before the parent's harness is described; no child, the parent unchanged", async () => {
     let described = 0;
     const counted = { ...echo, describe: (signal?: AbortSignal) => (described++, echo.describe(signal)) };
     const s = serve({ url: server.url, name: "remote-described", harness: counted, backoff: { initialMs: 50, maxMs: 200 } });
@@ -152,7 +152,7 @@ describe("a harness served over the tunnel", () => {
 
   // The SDK answers `described{error}`; HarnessTunnel.describe keeps that apart from a timeout or a
   // disconnect, and admission maps it to INTERNAL, as it does for a runtime backend's answered error.
-  it("admission (§8.16 #150): a connected harness that answers Describe with an error is neither unavailable nor a cancellation (INTERNAL), and nothing is written", async () => {
+  it("admission (checklist §8.16 #150): a connected harness that answers Describe with an error is neither unavailable nor a cancellation (INTERNAL), and nothing is written", async () => {
     let calls = 0;
     const refusing = { ...echo, describe: (signal?: AbortSignal) => (calls++ === 0 ? echo.describe(signal) : Promise.reject(new Error("describe exploded"))) };
     const s = serve({ url: server.url, name: "remote-refusing", harness: refusing, backoff: { initialMs: 50, maxMs: 200 } });

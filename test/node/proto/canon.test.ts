@@ -1,5 +1,5 @@
 /**
- * The canonical hash against CONTRACT.md §7 golden vectors and presence rules, byte for byte.
+ * The canonical hash against docs/contract.md §7 golden vectors and presence rules, byte for byte.
  */
 import { createHash } from "node:crypto";
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
@@ -26,7 +26,7 @@ function event(json: unknown) {
   return normalizeEvent(fromJson(EventSchema, json as never));
 }
 
-describe("content hash (CONTRACT.md §7.4)", () => {
+describe("content hash (docs/contract.md §7.4)", () => {
   it("G1: canonical bytes and hash match the golden vector", () => {
     const ev = event(G1_JSON);
     expect(canonicalRecordString(ev, "", 1n)).toBe(G1_CANONICAL);

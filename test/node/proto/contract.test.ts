@@ -1,5 +1,5 @@
 /**
- * Our protos against the contract's tables (CONTRACT.md §2-§4, transcribed into
+ * Our protos against the contract's tables (docs/contract.md §2-§4, transcribed into
  * contract-tables.json): every message field's number, name, type and label (presence, oneof,
  * repeated, map), every enum value, the reserved numbers, and the services' methods and shapes.
  *

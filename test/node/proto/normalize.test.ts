@@ -1,5 +1,5 @@
 /**
- * The journal's normal form of an event (CONTRACT.md §7.3).
+ * The journal's normal form of an event (docs/contract.md §7.3).
  */
 import { create, fromJson, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";

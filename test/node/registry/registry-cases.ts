@@ -1,5 +1,5 @@
 /**
- * The HarnessRegistry rules (CONTRACT.md §2.3, §3.9, §4.4, §7.6, §8; BEHAVIOUR.md §6.4) as one set
+ * The HarnessRegistry rules (docs/contract.md §2.3, §3.9, §4.4, §7.6, §8; docs/behaviour.md §6.4) as one set
  * of cases, run in process by test/node/registry/registry-service.test.ts and against a real
  * `wrangler dev` by test/node/integration/registry.test.ts. The clients must speak binary (unknown
  * fields travel only there). Names carry a random prefix so the cases can share a server.

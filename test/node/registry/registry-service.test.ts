@@ -1,5 +1,5 @@
 /**
- * The HarnessRegistry service in process (STYLE 29): worker/registry-service.ts over
+ * The HarnessRegistry service in process: worker/registry-service.ts over
  * createRouterTransport, with each tenant's Directory stood in by a RegistryStore on sql.js. Runs
  * the shared cases (registry-cases.ts) plus what is too slow to do against a server.
  */

@@ -1,5 +1,5 @@
 /**
- * The chat harness's agent loop with tools (runtimes/builtin/chat.ts; BEHAVIOUR.md §1.5, §7.3), run
+ * The chat harness's agent loop with tools (runtimes/builtin/chat.ts; docs/behaviour.md §1.5, §7.3), run
  * against a recording sink whose model answers are scripted: which calls reach sink.toolCall and
  * how, what each next model request carries, the step bound, history with tool calls, and config
  * validation.

@@ -1,5 +1,5 @@
 /**
- * The built-in `chat` harness (runtimes/builtin/chat.ts, BEHAVIOUR.md §7.3) run against a recording
+ * The built-in `chat` harness (runtimes/builtin/chat.ts, docs/behaviour.md §7.3) run against a recording
  * sink: what conversation it sends, with which model, and how its config fails.
  */
 import { clone, create, toJson } from "@bufbuild/protobuf";

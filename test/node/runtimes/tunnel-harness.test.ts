@@ -1,6 +1,6 @@
 /**
- * The host side of Harness.Connect over the tunnel (docs/tunnel.md; CONTRACT.md §5.3; checklist
- * §8.2, §8.5): a scripted remote harness behind an in-process channel drives the controller's own
+ * The host side of Harness.Connect over the tunnel (docs/tunnel.md; docs/contract.md §5.3; checklist
+ * checklist §8.2, checklist §8.5): a scripted remote harness behind an in-process channel drives the controller's own
  * sinks, live and on replay, exactly as an in-process harness does.
  */
 import { create } from "@bufbuild/protobuf";

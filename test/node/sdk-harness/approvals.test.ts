@@ -1,5 +1,5 @@
 /**
- * Approval gates over the tunnel (CONTRACT.md §5.3, docs/tunnel.md): an undecided gate parks the
+ * Approval gates over the tunnel (docs/contract.md §5.3, docs/tunnel.md): an undecided gate parks the
  * execution (exactly one PARKED echoing the ApprovalRef, then nothing, not even END); a decided one,
  * on recovery, is an ApprovalResult frame followed by the receipt.
  */

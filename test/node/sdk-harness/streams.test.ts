@@ -1,5 +1,5 @@
 /**
- * Streams (docs/tunnel.md "Streams", CONTRACT.md §5.3): each Start runs the harness once, and each
+ * Streams (docs/tunnel.md "Streams", docs/contract.md §5.3): each Start runs the harness once, and each
  * sink call becomes the contract's Event on that stream, answered by the matching ControllerFrame.
  */
 import { create, toJson } from "@bufbuild/protobuf";

@@ -1,11 +1,11 @@
 /**
- * Admission and recovery edges in process, on sql.js (BEHAVIOUR.md §6.1, §4.9; checklist §8.16
- * #150, #152, §8.17 #177, #181, #191): the caller's Cancel or deadline during admission keeps its
+ * Admission and recovery edges in process, on sql.js (docs/behaviour.md §6.1, §4.9; checklist §8.16
+ * #150, #152, checklist §8.17 #177, #181, #191): the caller's Cancel or deadline during admission keeps its
  * cause, an answered Describe error is neither that nor unavailability, a silent harness on the live
  * re-check is unavailable within the bound, a Resume overlapping an Exec's placement is ABORTED
  * before it looks at anything, a malformed log makes Resume FAILED_PRECONDITION with its detail,
  * a refused recovery without an executor takes no snapshot, and Approve on an unknown session
- * creates nothing (§8.17 #186) nor needs the recorded harness to decide (#187).
+ * creates nothing (checklist §8.17 #186) nor needs the recorded harness to decide (#187).
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -54,8 +54,8 @@ function heldDescribe() {
   return { harness, asked: asked.promise, answer: answer.resolve };
 }
 
-describe("admission (§8.16 #150)", () => {
-  it("admission (§8.16 #150): a Cancel while the harness is being described ends the Exec CANCELED and writes nothing", async () => {
+describe("admission (checklist §8.16 #150)", () => {
+  it("admission (checklist §8.16 #150): a Cancel while the harness is being described ends the Exec CANCELED and writes nothing", async () => {
     const held = heldDescribe();
     const fx = setup({ held: held.harness });
     await createSession(fx.host, "held");
@@ -69,7 +69,7 @@ describe("admission (§8.16 #150)", () => {
     expect(session(fx.host)).toMatchObject({ lastSeq: 0n, execState: ExecState.EXEC_PENDING, computeState: ComputeState.COMPUTE_NONE });
   });
 
-  it("admission (§8.16 #150): the caller's deadline passing while the harness is being described keeps its cause (DEADLINE_EXCEEDED, not CANCELED) and writes nothing", async () => {
+  it("admission (checklist §8.16 #150): the caller's deadline passing while the harness is being described keeps its cause (DEADLINE_EXCEEDED, not CANCELED) and writes nothing", async () => {
     const held = heldDescribe();
     const fx = setup({ held: held.harness });
     await createSession(fx.host, "held");
@@ -86,7 +86,7 @@ describe("admission (§8.16 #150)", () => {
     expect(kindsOf(fx.host)).toEqual([]);
   });
 
-  it("admission (§8.16 #150): a backend that answers Describe with an error is INTERNAL (neither unavailable nor the caller's cancellation), on Exec and Resume, writing nothing; an unavailable one is UNAVAILABLE", async () => {
+  it("admission (checklist §8.16 #150): a backend that answers Describe with an error is INTERNAL (neither unavailable nor the caller's cancellation), on Exec and Resume, writing nothing; an unavailable one is UNAVAILABLE", async () => {
     const backend = fakeBackend(TOOLS);
     let answer: Error = new ConnectError("not allowed to describe pod-tools", Code.PermissionDenied);
     const runtime: PlacingRuntime = { ...backend.runtime, describe: async () => (backend.calls.push("describe"), Promise.reject(answer)) };
@@ -106,10 +106,10 @@ describe("admission (§8.16 #150)", () => {
   });
 });
 
-describe("the live re-check's bound (§8.16 #152)", () => {
+describe("the live re-check's bound (checklist §8.16 #152)", () => {
   afterEach(() => void vi.useRealTimers());
 
-  it("recheck (§8.16 #152): a placed harness that never answers Describe on its own connection makes Exec and Resume unavailable after the 10 s bound, writing nothing", async () => {
+  it("recheck (checklist §8.16 #152): a placed harness that never answers Describe on its own connection makes Exec and Resume unavailable after the 10 s bound, writing nothing", async () => {
     const backend = fakeBackend(TOOLS);
     const mode = { silent: false, asked: deferred() };
     const placed: Harness = {
@@ -148,8 +148,8 @@ describe("the live re-check's bound (§8.16 #152)", () => {
   });
 });
 
-describe("Resume during an Exec's placement (§8.17 #177)", () => {
-  it("overlap (§8.17 #177): a Resume while the Exec is inside the backend's Create is ABORTED and touches neither the journal nor compute; after the Exec, Resume succeeds", async () => {
+describe("Resume during an Exec's placement (checklist §8.17 #177)", () => {
+  it("overlap (checklist §8.17 #177): a Resume while the Exec is inside the backend's Create is ABORTED and touches neither the journal nor compute; after the Exec, Resume succeeds", async () => {
     const backend = fakeBackend(TOOLS);
     const inCreate = deferred();
     const release = deferred();
@@ -178,7 +178,7 @@ describe("Resume during an Exec's placement (§8.17 #177)", () => {
   });
 });
 
-describe("Resume of a malformed log (§8.17 #181)", () => {
+describe("Resume of a malformed log (checklist §8.17 #181)", () => {
   const start = (id: string, inputCount: bigint) =>
     create(EventSchema, {
       executionId: id,
@@ -218,7 +218,7 @@ describe("Resume of a malformed log (§8.17 #181)", () => {
     return msg;
   }
 
-  it("resume (§8.17 #181): a record without an execution id fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
+  it("resume (checklist §8.17 #181): a record without an execution id fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
     const msg = await expectRefused([
       start("a", 1n),
       input("a"),
@@ -229,13 +229,13 @@ describe("Resume of a malformed log (§8.17 #181)", () => {
 
   // resumeLatest checks the latest execution's inputs before its finished-turn no-op, so a
   // count-short completed turn is refused as malformed rather than resumed.
-  it("resume (§8.17 #181): a completed turn with fewer inputs than it declared fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
+  it("resume (checklist §8.17 #181): a completed turn with fewer inputs than it declared fails FAILED_PRECONDITION with the detail and no incomplete-input guidance, changing nothing", async () => {
     await expectRefused([start("a", 2n), input("a"), output("a"), end("a")]);
   });
 });
 
-describe("approve without an executor (§8.17 #191)", () => {
-  it("approve (§8.17 #191): approving then resuming without an executor fails missing_executor, keeps the decision, clears the pending approval and takes no snapshot", async () => {
+describe("approve without an executor (checklist §8.17 #191)", () => {
+  it("approve (checklist §8.17 #191): approving then resuming without an executor fails missing_executor, keeps the decision, clears the pending approval and takes no snapshot", async () => {
     const inner = createBuiltinRuntime();
     const calls: string[] = [];
     const runtime: Runtime = {
@@ -265,8 +265,8 @@ describe("approve without an executor (§8.17 #191)", () => {
   });
 });
 
-describe("approve on an unknown session (§8.17 #186)", () => {
-  it("approve (§8.17 #186): an unknown session is not found; no storage is created and no compute touched", () => {
+describe("approve on an unknown session (checklist §8.17 #186)", () => {
+  it("approve (checklist §8.17 #186): an unknown session is not found; no storage is created and no compute touched", () => {
     const inner = createBuiltinRuntime();
     const calls: string[] = [];
     const runtime: Runtime = {
@@ -283,8 +283,8 @@ describe("approve on an unknown session (§8.17 #186)", () => {
   });
 });
 
-describe("approve when the recorded harness is gone (§8.17 #187)", () => {
-  it("approve (§8.17 #187): with the recorded harness no longer served, Approve still commits the decision with the caller as actor, an exact retry returns it, a changed one is refused, and no compute is used", async () => {
+describe("approve when the recorded harness is gone (checklist §8.17 #187)", () => {
+  it("approve (checklist §8.17 #187): with the recorded harness no longer served, Approve still commits the decision with the caller as actor, an exact retry returns it, a changed one is refused, and no compute is used", async () => {
     const backend = fakeBackend(TOOLS);
     const serving = { on: true };
     const fx = setup({}, undefined, {

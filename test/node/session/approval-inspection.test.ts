@@ -1,6 +1,6 @@
 /**
  * Approval gates and harness identity at the session level, continued from approvals.test.ts and
- * approval-selection.test.ts (BEHAVIOUR.md §4.11, §2.7; checklist §8.13 #84, #88, §8.14 #89, #95,
+ * approval-selection.test.ts (docs/behaviour.md §4.11, §2.7; checklist §8.13 #84, #88, checklist §8.14 #89, #95,
  * #96, #100). This host has no InspectApproval: a gate is inspected through the session's
  * pending_approval and exec_state, through Approve's validation (an exact retry returns the
  * recorded decision) and through Resume. Journals the API cannot produce are written through the
@@ -51,8 +51,8 @@ async function parkedSession() {
   return { ...fx, ex, p };
 }
 
-describe("gate inspection across cuts (§8.14 #89)", () => {
-  it("§8.14 #89 inspect: at the request, the decision, the receipt and END the session reports the execution, pending state and completion, and Approve's exact retry finds the decision", async () => {
+describe("gate inspection across cuts (checklist §8.14 #89)", () => {
+  it("inspect: at the request, the decision, the receipt and END the session reports the execution, pending state and completion, and Approve's exact retry finds the decision (checklist §8.14 #89)", async () => {
     const ex = fakeExecutor();
     const fx = setup({ h: toolHarness([gated()]), tools: toolsHarness }, undefined, { tools: ex.executor });
     await createSession(fx.host, "h");
@@ -100,8 +100,8 @@ describe("gate inspection across cuts (§8.14 #89)", () => {
   });
 });
 
-describe("Approve retries (§8.14 #95, #96)", () => {
-  it("§8.14 #95 approve: an identical retry after another writer minted a fence, and after receipt, END and a new turn, returns the same record without appending; the other writer's fence stays current", async () => {
+describe("Approve retries (checklist §8.14 #95, #96)", () => {
+  it("approve: an identical retry after another writer minted a fence, and after receipt, END and a new turn, returns the same record without appending; the other writer's fence stays current (checklist §8.14 #95)", async () => {
     const { host, p } = await parkedSession();
     const identity = create(IdentityRefSchema, { principal: "alice", issuer: "idp", subject: "s1" });
     const tuple = { executionId: p.executionId, toolCallId: "g1", requestSeq: 4n, approved: true, reason: "ok", identity };
@@ -130,7 +130,7 @@ describe("Approve retries (§8.14 #95, #96)", () => {
     expect(journal(host).filter((r) => r.event.kind === EventKind.EVENT_APPROVAL_RESULT)).toHaveLength(1);
   });
 
-  it("§8.14 #96 approve: a negative or zero seq, a changed issuer or subject, and a call-only cut are refused; nothing is appended and the writer's fence is untouched", async () => {
+  it("approve: a negative or zero seq, a changed issuer or subject, and a call-only cut are refused; nothing is appended and the writer's fence is untouched (checklist §8.14 #96)", async () => {
     const { host, p } = await parkedSession();
     const fence = stateOf(host).journal.fence();
     const n = journal(host).length;
@@ -186,8 +186,8 @@ function hostOver(db: TestDb, executor: ReturnType<typeof fakeExecutor>["executo
   });
 }
 
-describe("Approve on a cold session (§8.14 #100)", () => {
-  it("§8.14 #100 approve: the decision leaves compute COLD; after the SQLite file is reopened an identical retry with an explicitly empty identity returns the original record", async () => {
+describe("Approve on a cold session (checklist §8.14 #100)", () => {
+  it("approve: the decision leaves compute COLD; after the SQLite file is reopened an identical retry with an explicitly empty identity returns the original record (checklist §8.14 #100)", async () => {
     const ex = fakeExecutor();
     let db = createTestDb();
     const host = hostOver(db, ex.executor);
@@ -240,8 +240,8 @@ function countingHarness(id: string, version: string, fail?: Error) {
   return { harness, counts };
 }
 
-describe("Describe on Exec (§8.13 #84, #88)", () => {
-  it("§8.13 #84 exec: the harness is described exactly once, and the start marker records the registry alias (not the descriptor id) and the version", async () => {
+describe("Describe on Exec (checklist §8.13 #84, #88)", () => {
+  it("exec: the harness is described exactly once, and the start marker records the registry alias (not the descriptor id) and the version (checklist §8.13 #84)", async () => {
     const { harness, counts } = countingHarness("descriptor-id", "v7");
     const fx = setup({ alias: harness });
     await createSession(fx.host, "alias");
@@ -252,7 +252,7 @@ describe("Describe on Exec (§8.13 #84, #88)", () => {
     expect(start.case === "executionStart" && [start.value.harness, start.value.harnessVersion]).toEqual(["alias", "v7"]);
   });
 
-  it("§8.13 #88 exec: a Describe that answers an error fails UNAVAILABLE with the cause; nothing runs or is written", async () => {
+  it("exec: a Describe that answers an error fails UNAVAILABLE with the cause; nothing runs or is written (checklist §8.13 #88)", async () => {
     const { harness, counts } = countingHarness("d", "1", new Error("describe exploded"));
     const fx = setup({ alias: harness });
     await createSession(fx.host, "alias");
@@ -263,7 +263,7 @@ describe("Describe on Exec (§8.13 #84, #88)", () => {
     expect(journal(fx.host)).toHaveLength(before);
   });
 
-  it("§8.13 #88 resume, audit: a Describe that answers an error runs nothing and writes nothing", async () => {
+  it("resume, audit: a Describe that answers an error runs nothing and writes nothing (checklist §8.13 #88)", async () => {
     const fail = { on: false };
     const counts = { run: 0 };
     const harness: Harness = {
@@ -298,10 +298,10 @@ describe("Describe on Exec (§8.13 #84, #88)", () => {
   });
 });
 
-describe("a Describe failure on recovery (§8.13 #88)", () => {
-  // BEHAVIOUR.md §8.13 #88: a served harness whose Describe fails is a describe failure that keeps
+describe("a Describe failure on recovery (checklist §8.13 #88)", () => {
+  // checklist §8.13 #88: a served harness whose Describe fails is a describe failure that keeps
   // its cause (HarnessDescribeError → UNAVAILABLE), not "this host does not serve" it.
-  it("§8.13 #88 resume: a Describe error is reported as a describe failure with its cause", async () => {
+  it("resume: a Describe error is reported as a describe failure with its cause (checklist §8.13 #88)", async () => {
     const fail = { on: false };
     const harness: Harness = {
       describe: () => {
@@ -319,7 +319,7 @@ describe("a Describe failure on recovery (§8.13 #88)", () => {
     expect(await fx.host.resume()).toMatchObject({ ok: false, reason: "harness_unavailable", message: expect.stringMatching(/describe exploded/) });
   });
 
-  it("§8.13 #88 §8.16 #150 resume: a harness that answers Describe with an error (a tunnel harness's answer) is INTERNAL, not retryable; a lost connection stays UNAVAILABLE", async () => {
+  it("resume: a harness that answers Describe with an error (a tunnel harness's answer) is INTERNAL, not retryable; a lost connection stays UNAVAILABLE (checklist §8.13 #88; checklist §8.16 #150)", async () => {
     let answer: Error | undefined;
     const harness: Harness = {
       describe: () => {

@@ -1,6 +1,6 @@
 /**
- * Recovering a decided gate, and gates a fork child inherits, in process on sql.js (BEHAVIOUR.md
- * §4.10, §4.11 "Forked children"; checklist §8.17 #189, §8.14 #97).
+ * Recovering a decided gate, and gates a fork child inherits, in process on sql.js (docs/behaviour.md
+ * §4.10, §4.11 "Forked children"; checklist §8.17 #189, checklist §8.14 #97).
  *
  * #189's repair half (an inputless Exec appending the missing APPROVAL_REQUEST of a TOOL_CALL-only
  * cut) cannot arise here: the host writes the gated TOOL_CALL and its request in one transaction
@@ -48,8 +48,8 @@ function approveFirst(host: SessionHost, approved = true) {
   return host.approve({ executionId: p.executionId, toolCallId: p.toolCallId, requestSeq: p.requestSeq, approved, reason: approved ? "ok" : "no" });
 }
 
-describe("recovery preconditions (§8.17 #189)", () => {
-  it("§8.17 #189 exec: an inputless Exec recovering a decided gate checks a stale CAS (ABORTED) and a past deadline (DEADLINE_EXCEEDED) before anything; the correct CAS recovers", async () => {
+describe("recovery preconditions (checklist §8.17 #189)", () => {
+  it("exec: an inputless Exec recovering a decided gate checks a stale CAS (ABORTED) and a past deadline (DEADLINE_EXCEEDED) before anything; the correct CAS recovers (checklist §8.17 #189)", async () => {
     const fx = await parked();
     expect(approveFirst(fx.host)).toMatchObject({ ok: true, value: { decision: { seq: 6n } } });
     const before = journal(fx.host);
@@ -76,7 +76,7 @@ describe("recovery preconditions (§8.17 #189)", () => {
     expect(journal(fx.host).slice(0, before.length)).toEqual(before);
   });
 
-  it("§8.17 #189 exec: an inputless Exec on an undecided gate writes nothing however often it is repeated", async () => {
+  it("exec: an inputless Exec on an undecided gate writes nothing however often it is repeated (checklist §8.17 #189)", async () => {
     const fx = await parked();
     const before = journal(fx.host);
     for (let i = 0; i < 2; i++) {
@@ -115,8 +115,8 @@ async function forkChild(parent: SessionHost, atSeq: bigint, ex: ReturnType<type
   return child;
 }
 
-describe("inherited requests (§8.14 #97)", () => {
-  it("§8.14 #97 approve: a forked child reports no pending approval of its own and refuses the inherited request, even after a receipt lands; a new child turn gates on its own", async () => {
+describe("inherited requests (checklist §8.14 #97)", () => {
+  it("approve: a forked child reports no pending approval of its own and refuses the inherited request, even after a receipt lands; a new child turn gates on its own (checklist §8.14 #97)", async () => {
     const p = await parked();
     const owed = session(p.host).pendingApproval!;
     const c = await forkChild(p.host, 0n, p.ex);

@@ -1,5 +1,5 @@
 /**
- * Which gate Approve acts on, and when it refuses (BEHAVIOUR.md §4.11; checklist §8.14 #91, #92,
+ * Which gate Approve acts on, and when it refuses (docs/behaviour.md §4.11; checklist §8.14 #91, #92,
  * #94, #98, #99, #101, #121). This host has no InspectApproval: a gate is "inspected" by Approve's
  * validation (objects/session/approvals.ts), by the session's pending_approval projection, and by
  * Resume. Journals the API cannot produce (a newer execution after an open gate, records past an
@@ -60,7 +60,7 @@ function approve(host: SessionHost, executionId: string, toolCallId: string, req
 }
 
 describe("gate selection", () => {
-  it("§8.14 #91 approve: a newer ungated execution leaves no pending gate and the superseded request cannot be approved", async () => {
+  it("approve: a newer ungated execution leaves no pending gate and the superseded request cannot be approved (checklist §8.14 #91)", async () => {
     // The API way: Cancel closes the parked turn, a new ungated turn completes.
     const fx = setup({ tools: toolsHarness }, undefined, { tools: fakeExecutor().executor });
     await createSession(fx.host, "tools");
@@ -88,7 +88,7 @@ describe("gate selection", () => {
     expect(journal(p.host)).toHaveLength(n);
   });
 
-  it("§8.14 #92 approve: with sequential gates the latest unresolved one is pending; an identical retry of the older decision returns its original record", async () => {
+  it("approve: with sequential gates the latest unresolved one is pending; an identical retry of the older decision returns its original record (checklist §8.14 #92)", async () => {
     const ex = fakeExecutor();
     const fx = setup({ tools: toolsHarness }, undefined, { tools: ex.executor });
     await createSession(fx.host, "tools");
@@ -120,7 +120,7 @@ describe("gate selection", () => {
     expect(ex.calls.map((c) => c.call.id)).toEqual(["g1", "g3"]);
   });
 
-  it("§8.14 #121 resume: after a receipt the live tail gates again on a new call, and new input is blocked again", async () => {
+  it("resume: after a receipt the live tail gates again on a new call, and new input is blocked again (checklist §8.14 #121)", async () => {
     const ex = fakeExecutor();
     const fx = setup({ tools: toolsHarness }, undefined, { tools: ex.executor });
     await createSession(fx.host, "tools");
@@ -160,7 +160,7 @@ describe("records past an open gate", () => {
     ["an input", [inputEvent(exe, userText("late"))]],
   ];
   for (const [name, records] of continuations) {
-    it(`§8.14 #94 approve: ${name} past an unresolved gate makes the log invalid; nothing is appended and no fence is minted`, async () => {
+    it(`approve: ${name} past an unresolved gate makes the log invalid; nothing is appended and no fence is minted (checklist §8.14 #94)`, async () => {
       const p = await injectedPark(exe);
       inject(p.host, records);
       const n = journal(p.host).length;
@@ -176,7 +176,7 @@ describe("records past an open gate", () => {
     });
   }
 
-  it("§8.14 #94 approve: an END past an open gate closes it (this is how Cancel ends a parked turn); Approve refuses it", async () => {
+  it("approve: an END past an open gate closes it (this is how Cancel ends a parked turn); Approve refuses it (checklist §8.14 #94)", async () => {
     const p = await injectedPark(exe);
     inject(p.host, [endEvent(exe, "CANCELED")]);
     expect(session(p.host).pendingApproval).toBeUndefined();
@@ -185,7 +185,7 @@ describe("records past an open gate", () => {
     expect(journal(p.host)).toHaveLength(n);
   });
 
-  it("§8.14 #94 approve: ERROR and lifecycle records do not resolve a gate: it stays pending and can be approved", async () => {
+  it("approve: ERROR and lifecycle records do not resolve a gate: it stays pending and can be approved (checklist §8.14 #94)", async () => {
     const p = await injectedPark(exe);
     inject(p.host, [errorEvent(exe, Code.Internal, "a failed handoff"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_SUSPEND)]);
     expect(session(p.host)).toMatchObject({ execState: ExecState.EXEC_AWAITING, pendingApproval: { executionId: exe, toolCallId: "g1", requestSeq: 3n } });
@@ -208,7 +208,7 @@ describe("late records of an old execution", () => {
     ["its ERROR", [errorEvent(old, Code.Internal, "late")]],
   ];
   for (const [name, late] of lateRecords("exec-a")) {
-    it(`§8.14 #98 approve: ${name} written after a newer gated execution (same call id and key) does not displace it`, async () => {
+    it(`approve: ${name} written after a newer gated execution (same call id and key) does not displace it (checklist §8.14 #98)`, async () => {
       const p = await injectedPark("exec-a");
       expect(approve(p.host, "exec-a", "g1", 3n, false).ok).toBe(true); // decision at 4
       // exec-b reuses g1 and its key: START 5, TC 6, AR 7.
@@ -254,7 +254,7 @@ describe("late records of an old execution: the projection", () => {
     ],
     ["its END", [endEvent("exec-a", "COMPLETED")]],
   ] as [string, Event[]][]) {
-    it.fails(`§8.14 #98 pending_approval: ${name} written after a newer gated execution leaves that execution pending and AWAITING`, async () => {
+    it.fails(`pending_approval: ${name} written after a newer gated execution leaves that execution pending and AWAITING (checklist §8.14 #98)`, async () => {
       const p = await injectedPark("exec-a");
       expect(approve(p.host, "exec-a", "g1", 3n, false).ok).toBe(true);
       await liveTurn(turnLogOf(p.host), toolHarness([gated()]), scriptedModels(echoScript), [], { executionId: "exec-b", tools: toolDeps(p.ex.executor) });
@@ -279,7 +279,7 @@ describe("input counts on gated executions", () => {
     ["more inputs than input_count", [start(1n), inputEvent(exe, userText("a")), inputEvent(exe, userText("b"))]],
   ];
   for (const [name, head] of cases) {
-    it(`§8.14 #99 approve: ${name} on the gated execution fails as an invalid log, appends nothing and mints no fence`, async () => {
+    it(`approve: ${name} on the gated execution fails as an invalid log, appends nothing and mints no fence (checklist §8.14 #99)`, async () => {
       const fx = setup();
       await createSession(fx.host, "echo");
       inject(fx.host, head);
@@ -292,7 +292,7 @@ describe("input counts on gated executions", () => {
     });
   }
 
-  it("§8.14 #99 approve: an INPUT without its message payload fails as an invalid log and mints no fence", async () => {
+  it("approve: an INPUT without its message payload fails as an invalid log and mints no fence (checklist §8.14 #99)", async () => {
     const fx = setup();
     await createSession(fx.host, "echo");
     inject(fx.host, [start(1n), create(EventSchema, { executionId: exe, kind: EventKind.EVENT_INPUT })]);
@@ -305,7 +305,7 @@ describe("input counts on gated executions", () => {
 });
 
 describe("the same tuple in two sessions", () => {
-  it("§8.14 #101 approve: two sessions parked on the same (execution, call, seq) take independent decisions and effects", async () => {
+  it("approve: two sessions parked on the same (execution, call, seq) take independent decisions and effects (checklist §8.14 #101)", async () => {
     const ex = fakeExecutor();
     const calls = config([gatedCall("g1")]);
     const hosts = await Promise.all(

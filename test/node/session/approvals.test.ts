@@ -1,6 +1,6 @@
 /**
- * Approval gates at the session level (issue 5; BEHAVIOUR.md §4.5 item 11, §4.10, §4.11, checklist
- * §8.17 #186-191): park, blocked input, Approve semantics, recovery, and deadline alarms.
+ * Approval gates at the session level (issue 5; docs/behaviour.md §4.5 item 11, §4.10, §4.11, checklist
+ * checklist §8.17 #186-191): park, blocked input, Approve semantics, recovery, and deadline alarms.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";

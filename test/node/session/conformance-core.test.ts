@@ -1,5 +1,5 @@
 /**
- * Checklist §8.1 #2 and #14 with the session core in process (SessionHost on sql.js): every turn
+ * Checklist checklist §8.1 #2 and #14 with the session core in process (SessionHost on sql.js): every turn
  * run by a new host over a freshly reopened copy of the SQLite file, and a streaming model whose
  * deltas reach the live Exec stream but never a replay or a recovery that serves the recorded answer.
  */
@@ -40,7 +40,7 @@ function outputs(db: TestDb): string[] {
 }
 
 describe("conformance core in process", () => {
-  it("§8.1 #2 three turns, each by a new host over the reopened SQLite file with CAS at the previous head: all succeed, the chain verifies", async () => {
+  it("three turns, each by a new host over the reopened SQLite file with CAS at the previous head: all succeed, the chain verifies (checklist §8.1 #2)", async () => {
     let db = createTestDb();
     await createSession(hostOver(db, { echo: echoHarness }));
     let head = 0n;
@@ -67,7 +67,7 @@ describe("conformance core in process", () => {
     expect(stale.failure).toMatchObject({ reason: "cas_conflict" });
   });
 
-  it("§8.1 #14 live deltas carry the execution id; replay and a recovery that serves the recorded answer emit none and call no model", async () => {
+  it("live deltas carry the execution id; replay and a recovery that serves the recorded answer emit none and call no model (checklist §8.1 #14)", async () => {
     const counts = { calls: 0, deltas: 0 };
     const streaming = (): ModelInvoker => ({
       resolve: (m) => m || "m",

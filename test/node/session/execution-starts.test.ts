@@ -1,6 +1,6 @@
 /**
  * The controller's promises through the session host, in process on sql.js (checklist §8.7 #37,
- * §8.8 #45, §8.9 #50, §8.11 #59): CanPlace's whole truth table, a fork child's model-cut recovery
+ * checklist §8.8 #45, checklist §8.9 #50, checklist §8.11 #59): CanPlace's whole truth table, a fork child's model-cut recovery
  * counted at the provider, config kept out of operational logs, and the execution ids the host
  * mints matching the Starts harnesses see, live and on replay.
  */
@@ -75,7 +75,7 @@ function forkChild(parent: SessionHost, atSeq: bigint, models: (m: string) => Mo
 afterEach(() => vi.restoreAllMocks());
 
 describe("the controller through the session host", () => {
-  it("§8.7 #37 CanPlace: stateless on a runtime without memory snapshots places; a memory harness there is refused; a memory harness on a memory-capable runtime places", async () => {
+  it("CanPlace: stateless on a runtime without memory snapshots places; a memory harness there is refused; a memory harness on a memory-capable runtime places (checklist §8.7 #37)", async () => {
     const memory: Harness = { describe: () => descriptor("counter", Resumability.REQUIRES_MEMORY_SNAPSHOT), run: (_s, sink) => sink.output("kept in memory") };
     const plain = setup({ memory });
     expect(createBuiltinRuntime().capabilities().memorySnapshot).toBe(false);
@@ -99,7 +99,7 @@ describe("the controller through the session host", () => {
     expect(placed.logs.filter((l) => l.msg === "placement")).toMatchObject([{ decision: "admitted", harness_id: "counter", runtime: "memory-capable" }]);
   });
 
-  it("§8.8 #45 a child forked at a MODEL_CALL: its Resume calls the echo model exactly once and completes; the parent is untouched and makes no call", async () => {
+  it("a child forked at a MODEL_CALL: its Resume calls the echo model exactly once and completes; the parent is untouched and makes no call (checklist §8.8 #45)", async () => {
     const echo = countedEcho();
     const p = setup({}, echo.models);
     await createSession(p.host);
@@ -128,7 +128,7 @@ describe("the controller through the session host", () => {
     expect(kindsOf(p.host).slice(parentBefore.length)).toEqual(["LIFECYCLE"]);
   });
 
-  it("§8.9 #50 config bytes never appear in operational logs: Exec, a failed turn, Resume, Suspend and replay", async () => {
+  it("config bytes never appear in operational logs: Exec, a failed turn, Resume, Suspend and replay (checklist §8.9 #50)", async () => {
     const secret = "cfg-7f3a9c-do-not-log";
     const bytes = new TextEncoder().encode(JSON.stringify({ system_prompt: secret }));
     const forms = [secret, Buffer.from(bytes).toString("base64"), Buffer.from(bytes).toString("hex"), Array.from(bytes).join(",")];
@@ -158,7 +158,7 @@ describe("the controller through the session host", () => {
     for (const f of forms) expect(text).not.toContain(f);
   });
 
-  it("§8.11 #59 two turns ([same, same] then [same]) get distinct host-minted execution ids that match the Starts; replay gives each turn its own inputs and history and the recorded replies, and leaves the journal unchanged", async () => {
+  it("two turns ([same, same] then [same]) get distinct host-minted execution ids that match the Starts; replay gives each turn its own inputs and history and the recorded replies, and leaves the journal unchanged (checklist §8.11 #59)", async () => {
     type Seen = { id: string; inputs: string[]; history: string[] };
     const seen: Seen[] = [];
     const probe: Harness = {

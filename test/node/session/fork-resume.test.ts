@@ -1,6 +1,6 @@
 /**
- * Resume of forked children, in process on sql.js (BEHAVIOUR.md §2.9, §4.9; checklist §8.14 #114,
- * §8.16 #146, §8.17 #178, #179): a child restores only its own SUSPEND ref, and refuses to re-drive
+ * Resume of forked children, in process on sql.js (docs/behaviour.md §2.9, §4.9; checklist §8.14 #114,
+ * checklist §8.16 #146, checklist §8.17 #178, #179): a child restores only its own SUSPEND ref, and refuses to re-drive
  * what it inherited half-done (a partly committed invocation, a tool intent or an open gate) while
  * a new turn of its own runs normally.
  */
@@ -68,8 +68,8 @@ function countingEcho() {
 
 const toolConfig = (calls: unknown[]) => new TextEncoder().encode(JSON.stringify({ calls }));
 
-describe("a forked child's SUSPEND refs (§8.16 #146)", () => {
-  it("resume (§8.16 #146): a child ignores the parent's inherited SUSPEND ref, and later restores its own", async () => {
+describe("a forked child's SUSPEND refs (checklist §8.16 #146)", () => {
+  it("resume (checklist §8.16 #146): a child ignores the parent's inherited SUSPEND ref, and later restores its own", async () => {
     const p = setup();
     const parentUid = await createSession(p.host);
     await drain(p.host.exec(execReq({ inputs: [userText("a")] })));
@@ -93,8 +93,8 @@ describe("a forked child's SUSPEND refs (§8.16 #146)", () => {
   });
 });
 
-describe("a child forked between a turn's inputs (§8.17 #178)", () => {
-  it("resume (§8.17 #178): a partly committed invocation is FAILED_PRECONDITION with guidance and writes nothing; a new Exec then works", async () => {
+describe("a child forked between a turn's inputs (checklist §8.17 #178)", () => {
+  it("resume (checklist §8.17 #178): a partly committed invocation is FAILED_PRECONDITION with guidance and writes nothing; a new Exec then works", async () => {
     const p = setup();
     await createSession(p.host);
     await drain(p.host.exec(execReq({ inputs: [userText("first"), userText("second")] })));
@@ -132,7 +132,7 @@ describe("a child forked between a turn's inputs (§8.17 #178)", () => {
   });
 });
 
-describe("a child forked at a tool intent (§8.17 #179)", () => {
+describe("a child forked at a tool intent (checklist §8.17 #179)", () => {
   async function parentWithToolTurn() {
     const ex = fakeExecutor();
     const p = setup({ tools: toolsHarness }, undefined, { tools: ex.executor });
@@ -144,7 +144,7 @@ describe("a child forked at a tool intent (§8.17 #179)", () => {
     return { p, ex };
   }
 
-  it("resume (§8.17 #179): a child forked at TOOL_CALL is FAILED_PRECONDITION with guidance, repeats no effect, writes nothing; a new turn performs its own", async () => {
+  it("resume (checklist §8.17 #179): a child forked at TOOL_CALL is FAILED_PRECONDITION with guidance, repeats no effect, writes nothing; a new turn performs its own", async () => {
     const { p, ex } = await parentWithToolTurn();
     // One executor for the deployment: the parent's effect is already in it.
     const c = await forkChild(p.host, seqOf(p.host, EventKind.EVENT_TOOL_CALL), { tools: toolsHarness }, { tools: ex.executor });
@@ -168,7 +168,7 @@ describe("a child forked at a tool intent (§8.17 #179)", () => {
     expect(kindsOf(c.host).slice(4)).toEqual(["EXECUTION_START", "INPUT", "TOOL_CALL", "TOOL_RESULT", "OUTPUT", "END"]);
   });
 
-  it("resume (§8.17 #179): a child forked at the TOOL_RESULT resumes from the inherited receipt without calling the executor", async () => {
+  it("resume (checklist §8.17 #179): a child forked at the TOOL_RESULT resumes from the inherited receipt without calling the executor", async () => {
     const { p, ex } = await parentWithToolTurn();
     const c = await forkChild(p.host, seqOf(p.host, EventKind.EVENT_TOOL_RESULT), { tools: toolsHarness }, { tools: ex.executor });
     expect(await c.host.resume()).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_LIVE } });
@@ -178,7 +178,7 @@ describe("a child forked at a tool intent (§8.17 #179)", () => {
   });
 });
 
-describe("a child forked inside an approval gate (§8.14 #114)", () => {
+describe("a child forked inside an approval gate (checklist §8.14 #114)", () => {
   const gated = { id: "g1", tool: "pay", args: { amount: 10 }, mediation: "REQUIRES_APPROVAL" };
 
   async function parkedParent() {
@@ -203,7 +203,7 @@ describe("a child forked inside an approval gate (§8.14 #114)", () => {
   };
 
   for (const at of ["TOOL_CALL", "APPROVAL_REQUEST", "head (after the park's SUSPEND)"] as const) {
-    it(`resume (§8.14 #114): a child forked at ${at} refuses the inherited open intent and writes nothing; an explicit child Exec runs`, async () => {
+    it(`resume (checklist §8.14 #114): a child forked at ${at} refuses the inherited open intent and writes nothing; an explicit child Exec runs`, async () => {
       const { p, ex } = await parkedParent();
       const seq =
         at === "TOOL_CALL" ? seqOf(p.host, EventKind.EVENT_TOOL_CALL) : at === "APPROVAL_REQUEST" ? seqOf(p.host, EventKind.EVENT_APPROVAL_REQUEST) : 0n;
@@ -238,7 +238,7 @@ describe("a child forked inside an approval gate (§8.14 #114)", () => {
     });
   }
 
-  it("resume (§8.14 #114): a child forked after the decision but before the receipt is refused too; the executor is never called", async () => {
+  it("resume (checklist §8.14 #114): a child forked after the decision but before the receipt is refused too; the executor is never called", async () => {
     const { p, ex } = await parkedParent();
     expect(approve(p.host).ok).toBe(true);
     const c = await forkChild(p.host, seqOf(p.host, EventKind.EVENT_APPROVAL_RESULT), { tools: toolsHarness }, { tools: ex.executor });
@@ -254,7 +254,7 @@ describe("a child forked inside an approval gate (§8.14 #114)", () => {
     expect(ex.calls).toHaveLength(0);
   });
 
-  it("resume (§8.14 #114): an inherited completed receipt is served by the child's Resume and replay, without the executor", async () => {
+  it("resume (checklist §8.14 #114): an inherited completed receipt is served by the child's Resume and replay, without the executor", async () => {
     const { p, ex } = await parkedParent();
     expect(approve(p.host).ok).toBe(true);
     expect((await p.host.resume()).ok).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * Session lifecycle in process (issue 4; BEHAVIOUR.md §2.9, §4.7-4.9): Suspend and Resume, Cancel,
+ * Session lifecycle in process (issue 4; docs/behaviour.md §2.9, §4.7-4.9): Suspend and Resume, Cancel,
  * DeleteSession, and the fork steps the Worker orchestrates, on SQLite (sql.js).
  */
 import { create, fromBinary } from "@bufbuild/protobuf";

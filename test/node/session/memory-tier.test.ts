@@ -57,7 +57,7 @@ async function parentWithTwoTurns() {
 }
 
 describe("memory-tier suspend and resume", () => {
-  it("resume: restores the recorded memory snapshot on the runtime admission described, appends RESUME, and the next turn gets an empty history (§8.16 #154)", async () => {
+  it("resume: restores the recorded memory snapshot on the runtime admission described, appends RESUME, and the next turn gets an empty history (checklist §8.16 #154)", async () => {
     const { fx, backend, uid } = await parentWithTwoTurns();
     const suspended = await fx.host.suspend();
     expect(suspended).toMatchObject({ ok: true, value: { computeState: ComputeState.COMPUTE_COLD } });
@@ -111,7 +111,7 @@ describe("memory-tier suspend and resume", () => {
 });
 
 describe("memory-tier fork, the parent's side", () => {
-  it("fork: a memory-tier session forks only at its head: a historical at_seq is refused with nothing but a Describe, no fence minted and nothing written (§8.16 #143)", async () => {
+  it("fork: a memory-tier session forks only at its head: a historical at_seq is refused with nothing but a Describe, no fence minted and nothing written (checklist §8.16 #143)", async () => {
     const { fx, backend } = await parentWithTwoTurns();
     const fence = stateOf(fx.host).journal.fence();
     const at = backend.calls.length;
@@ -126,7 +126,7 @@ describe("memory-tier fork, the parent's side", () => {
     expect(await fx.host.forkSource(8n)).toMatchObject({ ok: true, value: { atSeq: 8n, memory: true } });
   });
 
-  it("fork: the parent is checkpointed once, SUSPEND with CAS on the fork seq, and every child is cloned from that one snapshot with its own dialback (§8.16 #142, #145)", async () => {
+  it("fork: the parent is checkpointed once, SUSPEND with CAS on the fork seq, and every child is cloned from that one snapshot with its own dialback (checklist §8.16 #142, #145)", async () => {
     const { fx, backend, uid } = await parentWithTwoTurns();
     const kids = [mintSessionUid(), mintSessionUid(), mintSessionUid()];
     const at = backend.calls.length;
@@ -154,7 +154,7 @@ describe("memory-tier fork, the parent's side", () => {
     expect(session(fx.host).lastSeq).toBe(8n);
   });
 
-  it("fork: a writer that commits to the parent while its checkpoint is taken aborts the fork: ABORTED, no SUSPEND, no clone (§8.16 #147)", async () => {
+  it("fork: a writer that commits to the parent while its checkpoint is taken aborts the fork: ABORTED, no SUSPEND, no clone (checklist §8.16 #147)", async () => {
     const { fx, backend } = await parentWithTwoTurns();
     backend.duringSnapshot(() => inject(fx.host, [lifecycleEvent(Lifecycle_Kind.LIFECYCLE_BASELINE)]));
     const r = await fx.host.forkClone(8n, [mintSessionUid()]);

@@ -1,6 +1,6 @@
 /**
- * Operational faults keep their cause, in process on sql.js (BEHAVIOUR.md §4.11, §4.12; checklist
- * §8.17 #184, #190, §8.14 #102): a runtime backend's ABORTED is never the session's own ABORTED, a
+ * Operational faults keep their cause, in process on sql.js (docs/behaviour.md §4.11, §4.12; checklist
+ * checklist §8.17 #184, #190, checklist §8.14 #102): a runtime backend's ABORTED is never the session's own ABORTED, a
  * park whose checkpoint fails stays pending and a Suspend retries it, and a storage fault during
  * Approve is that fault, never an invalid decision, and writes nothing. At the edge (worker/errors.ts)
  * `harness_unavailable` is UNAVAILABLE, `internal` INTERNAL and `session_busy` ABORTED; a storage
@@ -33,7 +33,7 @@ const TOOLS = toolsHarness.describe() as HarnessDescriptor;
 
 const gatedConfig = new TextEncoder().encode(JSON.stringify({ calls: [{ id: "g1", tool: "pay", mediation: "REQUIRES_APPROVAL" }] }));
 
-describe("a runtime backend's ABORTED (§8.17 #184)", () => {
+describe("a runtime backend's ABORTED (checklist §8.17 #184)", () => {
   /**
    * The real HTTP runtime client (runtimes/http) against a backend that describes `tools` and
    * answers every other RPC with a Connect `aborted`, as a backend does when another operation on
@@ -58,7 +58,7 @@ describe("a runtime backend's ABORTED (§8.17 #184)", () => {
     return { runtime, rpcs };
   }
 
-  it("exec, resume, suspend (§8.17 #184): a backend answering ABORTED is never the session's ABORTED; last_seq stays 0", async () => {
+  it("exec, resume, suspend (checklist §8.17 #184): a backend answering ABORTED is never the session's ABORTED; last_seq stays 0", async () => {
     const backend = abortingBackend();
     const fx = setup({}, undefined, {
       remote: async (name) => (name === "pod-tools" ? { harness: toolsHarness, registered: true, runtime: backend.runtime } : undefined),
@@ -84,8 +84,8 @@ describe("a runtime backend's ABORTED (§8.17 #184)", () => {
   });
 });
 
-describe("a park whose checkpoint fails (§8.17 #190)", () => {
-  it("park (§8.17 #190): a failed post-park snapshot is INTERNAL with no final session frame; the request stays pending and compute not COLD; a retried Suspend succeeds", async () => {
+describe("a park whose checkpoint fails (checklist §8.17 #190)", () => {
+  it("park (checklist §8.17 #190): a failed post-park snapshot is INTERNAL with no final session frame; the request stays pending and compute not COLD; a retried Suspend succeeds", async () => {
     const backend = fakeBackend(TOOLS);
     backend.failExternalSnapshots(1, new Error("snapshot store unreachable"));
     const ex = fakeExecutor();
@@ -116,7 +116,7 @@ describe("a park whose checkpoint fails (§8.17 #190)", () => {
   });
 });
 
-describe("operational faults during Approve (§8.14 #102)", () => {
+describe("operational faults during Approve (checklist §8.14 #102)", () => {
   /** The built-in runtime, whose EXTERNAL snapshots wait while `hold` is set (a Suspend in flight). */
   function holdingRuntime() {
     const inner = createBuiltinRuntime();
@@ -152,7 +152,7 @@ describe("operational faults during Approve (§8.14 #102)", () => {
     return { fx, decision };
   }
 
-  it("approve (§8.14 #102): while another operation holds the session the decision is busy (ABORTED), writes nothing, and succeeds once it is done", async () => {
+  it("approve (checklist §8.14 #102): while another operation holds the session the decision is busy (ABORTED), writes nothing, and succeeds once it is done", async () => {
     const rt = holdingRuntime();
     const { fx, decision } = await parkedSession({ runtime: rt.runtime });
     const head = session(fx.host).lastSeq;
@@ -171,7 +171,7 @@ describe("operational faults during Approve (§8.14 #102)", () => {
     expect(kindsOf(fx.host).slice(-2)).toEqual(["LIFECYCLE", "APPROVAL_RESULT"]);
   });
 
-  it("approve (§8.14 #102): a storage fault while reading or appending surfaces as that fault, never an invalid decision, and writes no decision; the exact decision then commits", async () => {
+  it("approve (checklist §8.14 #102): a storage fault while reading or appending surfaces as that fault, never an invalid decision, and writes no decision; the exact decision then commits", async () => {
     const { fx, decision } = await parkedSession();
     const head = session(fx.host).lastSeq;
     const query = fx.db.query.bind(fx.db);

@@ -1,8 +1,8 @@
 /**
- * Event-log and placement items of BEHAVIOUR.md §8.15–8.17 in process, on sql.js: the compute
- * projection of every marker (§8.15 #134), the session schema's version stamp (#135), the fence a
- * placed turn stamps and the newer one each placement mints (§8.16 #136, #139), the gate accepting a
- * memory harness on a runtime that takes memory snapshots (#140), and Fork's CanPlace (§8.17 #171).
+ * Event-log and placement items of checklist §8.15–8.17 in process, on sql.js: the compute
+ * projection of every marker (checklist §8.15 #134), the session schema's version stamp (#135), the fence a
+ * placed turn stamps and the newer one each placement mints (checklist §8.16 #136, #139), the gate accepting a
+ * memory harness on a runtime that takes memory snapshots (#140), and Fork's CanPlace (checklist §8.17 #171).
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -34,7 +34,7 @@ function records(host: SessionHost) {
 }
 const kindsOf = (host: SessionHost) => records(host).map((x) => EventKind[fromBinary(EventSchema, x.event).kind].replace(/^EVENT_/, ""));
 
-describe("compute projection and the session schema (§8.15)", () => {
+describe("compute projection and the session schema (checklist §8.15)", () => {
   const input = create(EventSchema, { kind: EventKind.EVENT_INPUT, executionId: "e1" });
   const marker = (k: Lifecycle_Kind) => lifecycleEvent(k);
   const after = (from: States, ...events: Event[]) =>
@@ -43,7 +43,7 @@ describe("compute projection and the session schema (§8.15)", () => {
       events.map((event, i) => ({ seq: BigInt(i + 1), event })),
     ).computeState;
 
-  it("projection (§8.15 #134): SUSPEND → COLD, RESUME → LIVE, ordinary records → LIVE, FORK settles COLD, BASELINE leaves it unchanged", () => {
+  it("projection (checklist §8.15 #134): SUSPEND → COLD, RESUME → LIVE, ordinary records → LIVE, FORK settles COLD, BASELINE leaves it unchanged", () => {
     expect(after(INITIAL_STATES, input)).toBe(ComputeState.COMPUTE_LIVE);
     expect(after(INITIAL_STATES, input, marker(Lifecycle_Kind.LIFECYCLE_SUSPEND))).toBe(ComputeState.COMPUTE_COLD);
     expect(after(INITIAL_STATES, input, marker(Lifecycle_Kind.LIFECYCLE_SUSPEND), marker(Lifecycle_Kind.LIFECYCLE_RESUME))).toBe(ComputeState.COMPUTE_LIVE);
@@ -54,7 +54,7 @@ describe("compute projection and the session schema (§8.15)", () => {
     expect(after(INITIAL_STATES, input, marker(Lifecycle_Kind.LIFECYCLE_SUSPEND), marker(Lifecycle_Kind.LIFECYCLE_BASELINE))).toBe(ComputeState.COMPUTE_COLD);
   });
 
-  it("schema (§8.15 #135): the session schema is stamped on create, unchanged on reopen, and a database stamped newer is refused", async () => {
+  it("schema (checklist §8.15 #135): the session schema is stamped on create, unchanged on reopen, and a database stamped newer is refused", async () => {
     const fx = setup();
     expect(schemaVersion(fx.db)).toBe(0);
     await createSession(fx.host);
@@ -94,8 +94,8 @@ function placedSetup(o: { memoryRuntime?: boolean; descriptor?: HarnessDescripto
   return { fx, backend, stamped };
 }
 
-describe("fences per placement (§8.16)", () => {
-  it("placement (§8.16 #136, #139): each placed turn runs on the backend under a newly minted, non-zero fence stamped on its records and its incarnation; a writer holding the first fence is fenced out; the chain verifies", async () => {
+describe("fences per placement (checklist §8.16)", () => {
+  it("placement (checklist §8.16 #136, #139): each placed turn runs on the backend under a newly minted, non-zero fence stamped on its records and its incarnation; a writer holding the first fence is fenced out; the chain verifies", async () => {
     const { fx, backend, stamped } = placedSetup();
     await createSession(fx.host, "pod-tools");
 
@@ -123,7 +123,7 @@ describe("fences per placement (§8.16)", () => {
     expect(await fx.host.audit(false)).toMatchObject({ ok: true, value: { chain: { ok: true, records: 8n } } });
   });
 
-  it("gate (§8.16 #140): a memory-snapshot harness is accepted on a runtime that takes memory snapshots, and refused without writes on one that does not", async () => {
+  it("gate (checklist §8.16 #140): a memory-snapshot harness is accepted on a runtime that takes memory snapshots, and refused without writes on one that does not", async () => {
     const memory = descriptor("tools", Resumability.REQUIRES_MEMORY_SNAPSHOT);
     const refusedOn = placedSetup({ descriptor: memory, memoryRuntime: false });
     await createSession(refusedOn.fx.host, "pod-tools");
@@ -144,8 +144,8 @@ describe("fences per placement (§8.16)", () => {
   });
 });
 
-describe("Fork's CanPlace (§8.17 #171)", () => {
-  it("fork (§8.17 #171): a session whose harness requires memory snapshots cannot be forked here, at the head or a historical seq, and nothing is written; a stateless one can", async () => {
+describe("Fork's CanPlace (checklist §8.17 #171)", () => {
+  it("fork (checklist §8.17 #171): a session whose harness requires memory snapshots cannot be forked here, at the head or a historical seq, and nothing is written; a stateless one can", async () => {
     const mode = { memory: false };
     const shifty: Harness = {
       describe: () => descriptor("shifty", mode.memory ? Resumability.REQUIRES_MEMORY_SNAPSHOT : Resumability.STATELESS_REPLAY),

@@ -1,5 +1,5 @@
 /**
- * The placement gate on Resume and the live re-check, in process on sql.js (BEHAVIOUR.md §6.1;
+ * The placement gate on Resume and the live re-check, in process on sql.js (docs/behaviour.md §6.1;
  * checklist §8.16 #149, #151). A harness that now requires memory snapshots is refused before any
  * compute is restored and without a write; and for a runtime backend, whose Describe speaks for a
  * harness it has not started, the harness on the session's own connection is gated too.
@@ -42,8 +42,8 @@ function spyRuntime() {
   return { runtime, calls };
 }
 
-describe("Resume into a harness that now needs memory snapshots (§8.16 #149)", () => {
-  it("resume (§8.16 #149): an interrupted turn whose harness now needs memory snapshots is refused before any restore, writing nothing; once it is placeable again the same session resumes and re-drives", async () => {
+describe("Resume into a harness that now needs memory snapshots (checklist §8.16 #149)", () => {
+  it("resume (checklist §8.16 #149): an interrupted turn whose harness now needs memory snapshots is refused before any restore, writing nothing; once it is placeable again the same session resumes and re-drives", async () => {
     // Stateless at first; the turn fails (an ERROR, not an END), so Resume has a turn to re-drive.
     const mode = { memory: false, crash: true, runs: 0 };
     const shifty: Harness = {
@@ -82,7 +82,7 @@ describe("Resume into a harness that now needs memory snapshots (§8.16 #149)", 
     expect(mode.runs).toBe(2);
   });
 
-  it("resume (§8.16 #149): a suspended session whose backend now describes a memory harness is refused before Restore, writing nothing; once the backend describes a stateless one again it resumes", async () => {
+  it("resume (checklist §8.16 #149): a suspended session whose backend now describes a memory harness is refused before Restore, writing nothing; once the backend describes a stateless one again it resumes", async () => {
     const backend = fakeBackend(TOOLS);
     const spy = spyRuntime();
     const fx = setup({}, undefined, {
@@ -110,7 +110,7 @@ describe("Resume into a harness that now needs memory snapshots (§8.16 #149)", 
   });
 });
 
-describe("the live re-check of a runtime-backed harness (§8.16 #151)", () => {
+describe("the live re-check of a runtime-backed harness (checklist §8.16 #151)", () => {
   /** A registered http_runtime harness whose backend describes `tools`, while the placed one describes `live`. */
   function liveSetup(expectId?: string) {
     const backend = fakeBackend(TOOLS);
@@ -122,7 +122,7 @@ describe("the live re-check of a runtime-backed harness (§8.16 #151)", () => {
     return { fx, backend, live };
   }
 
-  it("exec, resume (§8.16 #151): a memory harness behind a stateless backend descriptor is refused FAILED_PRECONDITION without writes", async () => {
+  it("exec, resume (checklist §8.16 #151): a memory harness behind a stateless backend descriptor is refused FAILED_PRECONDITION without writes", async () => {
     const { fx, backend, live } = liveSetup();
     await createSession(fx.host, "pod-tools");
 
@@ -148,7 +148,7 @@ describe("the live re-check of a runtime-backed harness (§8.16 #151)", () => {
     expect(kindsOf(fx.host)).toEqual(["EXECUTION_START", "INPUT", "OUTPUT", "END"]);
   });
 
-  it("exec, resume (§8.16 #151): the placed harness must describe the registration's descriptor id; another one is refused without writes", async () => {
+  it("exec, resume (checklist §8.16 #151): the placed harness must describe the registration's descriptor id; another one is refused without writes", async () => {
     const { fx, live } = liveSetup("tools");
     live.descriptor = descriptor("impostor");
     await createSession(fx.host, "pod-tools");

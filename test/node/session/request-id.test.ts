@@ -1,15 +1,15 @@
 /**
  * objects/request-context.ts with the session core: the placement lines an Exec (and everything
  * it starts, after exec() has returned its stream) writes carry the request id it was called
- * with, and two calls interleaved on two sessions keep their own ids (BEHAVIOUR.md §6.1, checklist
- * §8.17 #155). SessionObject wraps each call the same way, with the id the Worker passes.
+ * with, and two calls interleaved on two sessions keep their own ids (docs/behaviour.md §6.1, checklist
+ * checklist §8.17 #155). SessionObject wraps each call the same way, with the id the Worker passes.
  */
 import { describe, expect, it } from "vitest";
 import { userText } from "../../../proto/messages.js";
 import { currentRequestId, withRequestId } from "../../../objects/request-context.js";
 import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
 
-describe("request ids on a session's log lines (§8.17 #155)", () => {
+describe("request ids on a session's log lines (checklist §8.17 #155)", () => {
   it("an Exec's placement lines carry its request id; interleaved Execs on two sessions keep theirs", async () => {
     const a = setup();
     const b = setup();

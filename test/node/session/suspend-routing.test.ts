@@ -1,5 +1,5 @@
 /**
- * Which backend Suspend snapshots when a turn is parked on an approval (BEHAVIOUR.md §4.8;
+ * Which backend Suspend snapshots when a turn is parked on an approval (docs/behaviour.md §4.8;
  * checklist §8.17 #192), in process on sql.js. A registered http_runtime harness is placed on its
  * own backend (objects/tunnel/served-harness.ts); the fake below stands in for that backend, and a
  * spy on the built-in runtime shows the default backend is never touched.
@@ -60,8 +60,8 @@ function lastSuspend(host: SessionHost) {
   return b.case === "lifecycle" && b.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND ? b.value : undefined;
 }
 
-describe("Suspend of a parked session (§8.17 #192)", () => {
-  it("suspend (§8.17 #192): a pending invocation is snapshotted on its recorded harness's backend; the default runtime is not touched", async () => {
+describe("Suspend of a parked session (checklist §8.17 #192)", () => {
+  it("suspend (checklist §8.17 #192): a pending invocation is snapshotted on its recorded harness's backend; the default runtime is not touched", async () => {
     const backend = fakeBackend();
     const builtin = spiedBuiltin();
     const ex = fakeExecutor();

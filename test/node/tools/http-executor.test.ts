@@ -1,5 +1,5 @@
 /**
- * The tool executor webhook client (objects/tools/http-executor.ts; BEHAVIOUR.md §1.5 `ToolCall`,
+ * The tool executor webhook client (objects/tools/http-executor.ts; docs/behaviour.md §1.5 `ToolCall`,
  * §2.1 I3) over real HTTP with the global fetch: against the stand-in executor
  * (test/node/support/fake-executor.ts), and against a bare recording server for the wire details
  * and answer shapes the stand-in cannot produce (header set, list content, broken bodies).

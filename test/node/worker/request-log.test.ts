@@ -53,7 +53,7 @@ afterEach(() => {
 });
 
 describe("request log", () => {
-  it("request log (§8.17 #155): one line per RPC under the request id; caller errors are INFO, faults ERROR; no input or config", async () => {
+  it("request log (checklist §8.17 #155): one line per RPC under the request id; caller errors are INFO, faults ERROR; no input or config", async () => {
     const lines: string[] = [];
     vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
     const c = client();
@@ -77,7 +77,7 @@ describe("request log", () => {
     for (const l of parsed) expect(l).toMatchObject({ msg: "rpc", request_id: "req-7", tenant: "acme" });
     expect(lines.join("\n")).not.toContain(INPUT);
     expect(lines.join("\n")).not.toContain(CONFIG);
-    // §8.17 #175: a refused Fork's identity is not logged either.
+    // checklist §8.17 #175: a refused Fork's identity is not logged either.
     expect(lines.join("\n")).not.toContain(PRINCIPAL);
   });
 
@@ -93,7 +93,7 @@ describe("request log", () => {
     expect(resume).not.toHaveProperty("first_message_ms");
   });
 
-  it("session log (§8.17 #155): an Exec's own log lines (placement) name the session and never carry its input or config", async () => {
+  it("session log (checklist §8.17 #155): an Exec's own log lines (placement) name the session and never carry its input or config", async () => {
     const fx = setup();
     const uid = await createSession(fx.host);
     const turn = await drain(fx.host.exec(execReq({ inputs: [userText(INPUT)], config: new TextEncoder().encode(CONFIG) })));

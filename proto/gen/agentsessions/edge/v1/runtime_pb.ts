@@ -1,4 +1,4 @@
-// Our extension: the Runtime SPI (CONTRACT.md §6.1) as a service any compute backend can serve
+// Our extension: the Runtime SPI (docs/contract.md §6.1) as a service any compute backend can serve
 // over Connect/HTTP. The host calls it to place a session's harness: Create, Restore and Fork hand
 // the new incarnation a Dialback (the host's tunnel URL and a one-time token) so the harness it
 // starts dials back over the WebSocket tunnel (docs/tunnel.md). Describe and Capabilities let the
