@@ -10,7 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { DeltaSchema, Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { DeltaSchema, ExecState, Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
 import { BlobMismatchError, blobRefsOf, parseSha256, resolveEvent, type BlobReference } from "../proto/blob-ref.js";
@@ -348,10 +348,19 @@ export class SessionsClient {
       const from = records[records.length - 1]!.seq + 1n;
       o.onReattach?.(from, `${Code[err.code]}: ${err.rawMessage}`);
       const afterSeq = from - 1n;
-      for await (const ev of this.tail(uid, { fromSeq: from, signal: o.signal, shown: { afterSeq, length: shown } })) {
+      // A turn that died with its host never ends by itself: once the host answers again and says
+      // nothing runs, the records it did commit are read and the caller is told to Resume.
+      const running = await this._turnRuns(uid, o.signal);
+      for await (const ev of this.tail(uid, { fromSeq: from, follow: running, signal: o.signal, shown: { afterSeq, length: shown } })) {
         if (ev.kind === "record") onRecord(ev.record);
         else onDelta(create(DeltaSchema, { executionId: ev.delta.executionId, chunk: ev.delta.chunk, done: ev.delta.done }));
         if (ended) break;
+      }
+      if (!ended && !running) {
+        throw new ConnectError(
+          `the turn's stream dropped and the turn no longer runs on the host (it was interrupted, e.g. by a restart): Resume session ${uid} to recover it`,
+          Code.Unavailable,
+        );
       }
       if (!ended) throw new ConnectError("the turn's stream dropped and its end could not be followed: read the session and Replay", Code.Unavailable);
       // The final session frame a parked turn's Exec would have sent: its pending approval.
@@ -366,6 +375,19 @@ export class SessionsClient {
       .map((r) => textOf(r.event?.body.case === "message" ? r.event.body.value : undefined));
     const cursor = last?.lastSeq ?? records[records.length - 1]?.seq ?? first.lastSeq;
     return { session: first, finalSession: last, records, deltas, outputs, cursor };
+  }
+
+  /** Whether a turn still runs (or waits on an approval) in `uid`, asking until the host answers. */
+  private async _turnRuns(uid: string, signal?: AbortSignal): Promise<boolean> {
+    for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
+      try {
+        const s = await this.get(uid);
+        return s.execState === ExecState.EXEC_RUNNING || s.execState === ExecState.EXEC_AWAITING;
+      } catch (e) {
+        if (ConnectError.from(e).code !== Code.Unavailable || signal?.aborted) throw e;
+        await new Promise((ok) => setTimeout(ok, wait));
+      }
+    }
   }
 
   /**
