@@ -12,6 +12,11 @@
  *   The table holds at most the tenant's limit of rows (plus the stale ones), so this is bounded.
  *   Nothing expires by time: a turn that runs for hours keeps counting.
  *
+ * Giving a row back writes nothing: it is forgotten in memory and deleted with the next acquire's
+ * write, in the same commit, so a turn costs the limiter one commit, not two. A limiter that is
+ * evicted meanwhile forgets that the row was given back; the row then reads as a turn that died
+ * with its object, which the reconciliation above drops (its object says it does not run it).
+ *
  * Tested in test/node/limits/tenant-limits.test.ts (sql.js, fake clock) and against a killed
  * `wrangler dev` in test/node/integration/leases.test.ts.
  */
@@ -58,6 +63,8 @@ export class TenantLimits {
    * restart (when rows are most likely stale) every row is put to its object again at once.
    */
   private readonly _vouched = new Map<string, number>();
+  /** Rows given back and not yet deleted (deleted by the next acquire): session → owner. */
+  private readonly _released = new Map<string, string>();
 
   constructor(private readonly _db: SqlDb) {
     migrate(_db, MIGRATIONS, "limits");
@@ -82,8 +89,10 @@ export class TenantLimits {
    * over its own session). At the limit, stale rows are reconciled first (see the header).
    */
   async acquire(s: LimitSettings, session: string, owner: string, nowMs: number, isRunning: IsRunning): Promise<LeaseOutcome> {
+    this._flushReleased();
     if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
     await this._reconcile(nowMs, isRunning);
+    this._flushReleased();
     // Counted and taken with no await in between: two acquires cannot both pass the last slot.
     if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
     return { ok: false, running: this.running() };
@@ -91,13 +100,20 @@ export class TenantLimits {
 
   /** Gives the row back, if `owner` still holds it (a newer owner's row is left alone). */
   release(session: string, owner: string): void {
-    this._db.query(stmts.release, session, owner);
     this._vouched.delete(`${session}\0${owner}`);
+    const held = this._db.query<{ owner: string }>(stmts.owner, session)[0];
+    if (held?.owner === owner) this._released.set(session, owner);
   }
 
   /** Sessions counted as running. */
   running(): number {
-    return Number(this._db.query<{ n: number }>(stmts.count)[0]!.n);
+    return Number(this._db.query<{ n: number }>(stmts.count)[0]!.n) - this._released.size;
+  }
+
+  /** Deletes the rows given back since the last acquire (keyed on the owner: a newer one stays). */
+  private _flushReleased(): void {
+    for (const [session, owner] of this._released) this._db.query(stmts.release, session, owner);
+    this._released.clear();
   }
 
   private _tryTake(s: LimitSettings, session: string, owner: string, nowMs: number): boolean {

@@ -52,6 +52,28 @@ describe("TenantLimits", () => {
     expect((await l.acquire(settings, "s3", "c", 10_000, o.isRunning)).ok).toBe(true);
   });
 
+  it("release: writes nothing; the row goes with the next acquire's write, and a limiter that forgot the release drops it by asking the object", async () => {
+    const db = createTestDb();
+    const rows = () => db.query<{ session: string }>("SELECT session FROM running ORDER BY session").map((r) => r.session);
+    const l = new TenantLimits(db);
+    const o = objects(new Set(["s1:a", "s2:b"]));
+    expect((await l.acquire(settings, "s1", "a", 0, o.isRunning)).ok).toBe(true);
+    expect((await l.acquire(settings, "s2", "b", 0, o.isRunning)).ok).toBe(true);
+    const before = db.raw.export();
+    l.release("s1", "a");
+    // Given back: counted out at once, deleted later.
+    expect(l.running()).toBe(1);
+    expect(rows()).toEqual(["s1", "s2"]);
+    expect((await l.acquire(settings, "s3", "c", 0, o.isRunning)).ok).toBe(true);
+    expect(rows()).toEqual(["s2", "s3"]);
+    // A limiter evicted before the next acquire: the given-back row is still stored, and its
+    // object (which finished that turn) disowns it, so it never keeps the tenant out.
+    const again = new TenantLimits(createTestDb(before));
+    const after = objects(new Set(["s2:b"]));
+    expect((await again.acquire(settings, "s3", "c", 0, after.isRunning)).ok).toBe(true);
+    expect(again.running()).toBe(2);
+  });
+
   it("acquire: at the limit, rows whose session object no longer runs that turn are dropped, so a crash never locks the tenant out", async () => {
     const l = new TenantLimits(createTestDb());
     const alive = new Set(["s1:a", "s2:b"]);
