@@ -3,10 +3,10 @@
  */
 import type { BenchObject } from "./bench-object.js";
 import type { ConfigEnv } from "./config.js";
-import type { Directory } from "./directory.js";
-import type { HarnessTunnel } from "./harness-tunnel.js";
-import type { SessionObject } from "./session-object.js";
-import type { TenantLimiter } from "./tenant-limiter.js";
+import type { Directory } from "./directory/object.js";
+import type { HarnessTunnel } from "./tunnel/object.js";
+import type { SessionObject } from "./session/object.js";
+import type { TenantLimiter } from "./limits/object.js";
 
 export interface Env extends ConfigEnv {
   SESSIONS: DurableObjectNamespace<SessionObject>;

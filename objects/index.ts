@@ -1,11 +1,11 @@
 /**
  * objects/: the Durable Objects and the session core they host. The Worker imports only these.
  */
-export { SessionObject } from "./session-object.js";
-export { Directory } from "./directory.js";
+export { SessionObject } from "./session/object.js";
+export { Directory } from "./directory/object.js";
 export { BenchObject } from "./bench-object.js";
-export { HarnessTunnel } from "./harness-tunnel.js";
-export { TenantLimiter } from "./tenant-limiter.js";
+export { HarnessTunnel } from "./tunnel/object.js";
+export { TenantLimiter } from "./limits/object.js";
 export { sessionStub, directoryStub, tunnelStub, limiterStub, type Env } from "./env.js";
 export type { LimitSettings } from "./limits/tenant-limits.js";
 export { FrameDecoder, type Frame } from "./session/frames.js";

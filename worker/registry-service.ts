@@ -64,7 +64,7 @@ export const OBSERVE_UNAVAILABLE = "live describe is not available here yet";
 
 export { isHarnessName };
 
-/** The registry methods of a tenant's Directory object (objects/directory.ts), as its stub answers them. */
+/** The registry methods of a tenant's Directory object (objects/directory/object.ts), as its stub answers them. */
 export interface RegistryDirectory {
   registerHarness(name: string, spec: Uint8Array, specDigest: string, placement?: Uint8Array): Promise<RegisterResult>;
   getHarness(name: string): Promise<HarnessRecord | undefined>;

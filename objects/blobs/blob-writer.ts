@@ -5,7 +5,7 @@
  * an owner of the digest first, then the bytes are stored, then (the caller) the record commits.
  * A crash between the steps leaves at worst an owner count the session's deletion releases, never
  * a record naming a blob that is not stored or that a concurrent deletion may remove.
- * Used by objects/session/session-state.ts; tested in test/node/blobs/blob-writer.test.ts.
+ * Used by objects/session/state.ts; tested in test/node/blobs/blob-writer.test.ts.
  */
 import { externalizeEvent, type ExtractedBlob, type Sha256Hex } from "../../proto/blob-ref.js";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";

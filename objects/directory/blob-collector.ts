@@ -4,7 +4,7 @@
  * releasing a deleted session's, and deleting digests nobody owns, in batches, with a retry left
  * armed before each attempt. An owner arriving for a digest whose deletion is in flight waits for
  * it, so the put that follows it cannot be undone. Plain TypeScript so Node tests drive it
- * (test/node/directory/blob-collector.test.ts); objects/directory.ts delegates to it.
+ * (test/node/directory/blob-collector.test.ts); objects/directory/object.ts delegates to it.
  */
 import type { Sha256Hex } from "../../proto/blob-ref.js";
 import type { BlobStore } from "../blobs/blob-store.js";

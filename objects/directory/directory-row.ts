@@ -1,7 +1,7 @@
 /**
  * The row a session reports to its tenant's Directory (directory-store.ts): built here once, for
- * the report after every operation (session-state.ts), a fork child's first report (fork.ts) and
- * the tombstone of a deleted session (session-object.ts).
+ * the report after every operation (session/state.ts), a fork child's first report (fork.ts) and
+ * the tombstone of a deleted session (session/object.ts).
  */
 import { toBinary } from "@bufbuild/protobuf";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";

@@ -15,7 +15,7 @@ import { checkInputs, latestExecution, type LoggedEvent, type ParsedLog } from "
 import type { StoredRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure } from "./failures.js";
 import { failure, success, type Outcome } from "./outcomes.js";
-import type { SessionState } from "./session-state.js";
+import type { SessionState } from "./state.js";
 import { resumeSession } from "./turns.js";
 
 export interface Decision {

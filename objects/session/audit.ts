@@ -11,7 +11,7 @@ import { parseExecutions } from "../controller/execution-log.js";
 import { replayJournal, type ReplayReport } from "../controller/replay.js";
 import { notFound } from "./failures.js";
 import { success, type Outcome } from "./outcomes.js";
-import type { SessionState } from "./session-state.js";
+import type { SessionState } from "./state.js";
 
 export interface AuditReport {
   chain: ChainReport;

@@ -4,7 +4,7 @@
  * A follower first reads the committed records from its `from` seq out of SQLite, a page at a time
  * as it pulls (like Replay: record-stream.ts); once it reaches the head it is live, and each batch
  * the session commits is encoded once here and the same bytes are queued for every live follower.
- * The commit path calls `committed` after the SQLite transaction returned (session-state.ts), so a
+ * The commit path calls `committed` after the SQLite transaction returned (session/state.ts), so a
  * follower never sees a staged or rolled-back record. The running turn's deltas are kept in memory
  * since the last committed record (a late follower gets them as one delta) and dropped at the next
  * commit: they are never journaled.

@@ -15,13 +15,13 @@ import type { DirectoryRow } from "../directory/directory-store.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { unpackRecords } from "../journal/record-pack.js";
 import { notFound, refusalFailure } from "./failures.js";
-import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { isMemoryTier } from "./memory-restore.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, type States } from "./projection.js";
 import { migrateSession } from "./schema.js";
-import { DESCRIBE_TIMEOUT_MS, type ServedHarness, type SessionState } from "./session-state.js";
+import { DESCRIBE_TIMEOUT_MS, type ServedHarness, type SessionState } from "./state.js";
 
 /** What a child needs to know about its parent's fork point. */
 export interface ForkSource {

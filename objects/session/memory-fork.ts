@@ -19,17 +19,17 @@
  * and then seals every child with its FORK marker. A failure anywhere discards every child; the
  * parent's checkpoint is not rolled back: it is left COLD with its SUSPEND, and a retry forks at
  * the new head. `forkRelease` stops the clones of a fan-out that failed after they were made.
- * @internal Used by session-host.ts; tested in test/node/session/memory-tier.test.ts and, against
+ * @internal Used by session/facade.ts; tested in test/node/session/memory-tier.test.ts and, against
  * the substrate bridge, test/node/integration/memory-tier.test.ts.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ComputeState, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { Incarnation } from "../../runtimes/runtime-spi.js";
 import { notFound, refusalFailure } from "./failures.js";
-import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { isMemoryTier } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
-import type { PlacingRuntime, SessionState } from "./session-state.js";
+import type { PlacingRuntime, SessionState } from "./state.js";
 
 /** What a memory fork's clone step did: the seq of the parent's checkpoint (its SUSPEND). */
 export interface ForkClone {

@@ -15,8 +15,8 @@ import { create } from "@bufbuild/protobuf";
 import { Resumability, type HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { SnapshotRefSchema, type SnapshotRef } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { Runtime } from "../../runtimes/runtime-spi.js";
-import { Lifecycle_Kind } from "./lifecycle.js";
-import type { SessionState } from "./session-state.js";
+import { Lifecycle_Kind } from "../controller/events.js";
+import type { SessionState } from "./state.js";
 
 /** The latest SUSPEND ref this session wrote itself; inherited refs name the parent and are skipped. */
 export function ownSuspendRef(s: SessionState): SnapshotRef | undefined {

@@ -16,7 +16,7 @@ import { HarnessDescribeError } from "../controller/errors.js";
 import type { DescribeHarness, DescribedHarness } from "../controller/identity.js";
 import { currentRequestId } from "../request-context.js";
 import { failure, success, type Outcome } from "./outcomes.js";
-import type { ServedHarness, SessionState } from "./session-state.js";
+import type { ServedHarness, SessionState } from "./state.js";
 
 /** How long admission waits for a harness to describe itself (docs/behaviour.md §6.1). */
 export const DESCRIBE_TIMEOUT_MS = 10_000;

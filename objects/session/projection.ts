@@ -6,7 +6,7 @@
  * request/decision, END{CANCELED} and other lifecycle kinds leave it unchanged.
  * exec_state: EXECUTION_START opens a turn (RUNNING); END{COMPLETED|CANCELED|FAILED} and ERROR
  * close it; an APPROVAL_REQUEST parks it (AWAITING) until its receipt. Whether a RUNNING turn is
- * really running is the live guard's call (session-view.ts).
+ * really running is the live guard's call (session/render.ts).
  * pending: the approval request that has no decision yet (cleared by its decision or a new turn).
  */
 import { EventKind, Lifecycle_Kind, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";

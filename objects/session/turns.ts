@@ -16,11 +16,11 @@ import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
 import { FrameSink } from "./frames.js";
-import { lifecycleEvent, Lifecycle_Kind } from "./lifecycle.js";
+import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { Runtime } from "../../runtimes/runtime-spi.js";
-import type { LiveTurn, SessionState } from "./session-state.js";
+import type { LiveTurn, SessionState } from "./state.js";
 
 export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failure;
 

@@ -9,10 +9,10 @@ import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_regi
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { runtimeToken } from "../config.js";
 import { directoryStub, type Env } from "../env.js";
-import type { ServedHarness } from "../session/session-state.js";
+import type { ServedHarness } from "../session/state.js";
 import { createHttpRuntime } from "../../runtimes/http/index.js";
 import { tunnelStub } from "../env.js";
-import type { PlacingRuntime } from "../session/session-state.js";
+import type { PlacingRuntime } from "../session/state.js";
 import { resolveTunnelHarness, tunnelHarness } from "./tunnel-channel.js";
 import { TUNNEL_PATH } from "../../proto/tunnel-endpoint.js";
 

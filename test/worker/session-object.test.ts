@@ -13,7 +13,7 @@ import { ExecRequestSchema, SessionSchema, Sessions } from "../../proto/gen/agen
 import { mintSessionUid } from "../../proto/ids.js";
 import { userText } from "../../proto/messages.js";
 import { FrameDecoder } from "../../objects/session/frames.js";
-import type { SessionObject } from "../../objects/session-object.js";
+import type { SessionObject } from "../../objects/session/object.js";
 
 function stubFor(uid: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));

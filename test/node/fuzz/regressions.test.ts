@@ -11,7 +11,7 @@ import { SessionSchema, Sessions } from "../../../proto/gen/agentsessions/v1/ses
 import { mintSessionUid } from "../../../proto/ids.js";
 import { userText } from "../../../proto/messages.js";
 import { createModelInvoker } from "../../../objects/controller/models.js";
-import { SessionHost } from "../../../objects/session/session-host.js";
+import { SessionHost } from "../../../objects/session/facade.js";
 import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import { SessionsClient } from "../../../sdk/client.js";
 import { createTestDb, eraseTestDb } from "../support/sqljs-db.js";

@@ -3,7 +3,7 @@
  * #176), against the shared `wrangler dev`: while one Exec runs, a second Exec, a Suspend and a
  * Resume of the same session are ABORTED and change nothing; the first Exec still completes and a
  * Suspend afterwards succeeds. The in-process checks of the guard's reason are in
- * test/node/session/session-host.test.ts and lifecycle.test.ts.
+ * test/node/session/facade.test.ts and lifecycle.test.ts.
  *
  * The running turn is held by a harness served over the tunnel from this process, which waits on a
  * promise the test releases: no timing is involved.

@@ -20,8 +20,8 @@ import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import { createModelInvoker } from "../../../objects/controller/models.js";
 import { Journal } from "../../../objects/journal/journal.js";
-import { SessionHost } from "../../../objects/session/session-host.js";
-import type { PlacingRuntime } from "../../../objects/session/session-state.js";
+import { SessionHost } from "../../../objects/session/facade.js";
+import type { PlacingRuntime } from "../../../objects/session/state.js";
 import { fakeBackend } from "../support/fake-backend.js";
 import { createSession, descriptor, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 

@@ -16,7 +16,7 @@ import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { endEvent } from "../../../objects/controller/events.js";
-import { SessionHost } from "../../../objects/session/session-host.js";
+import { SessionHost } from "../../../objects/session/facade.js";
 import { createModelInvoker } from "../../../objects/controller/models.js";
 import { echoScript, fakeExecutor, liveTurn, scriptedModels, toolCall, toolDeps, toolHarness, type newLog } from "../support/controller-fixture.js";
 import { createSession, descriptor, drain, execReq, setup, sessionOf as session, inject, stateOf } from "../support/session-fixture.js";

@@ -15,7 +15,7 @@ import { ComputeState, ExecState, SessionSchema } from "../../../proto/gen/agent
 import { mintSessionUid } from "../../../proto/ids.js";
 import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
 import { createSession, drain, execReq, kinds, setup, sessionOf as session, inject } from "../support/session-fixture.js";
 

@@ -14,7 +14,7 @@ import { ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import { endEvent, errorEvent, inputEvent, lifecycleEvent, Lifecycle_Kind } from "../../../objects/controller/events.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import {
   echoScript,
   fakeExecutor,

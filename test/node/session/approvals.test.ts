@@ -8,7 +8,7 @@ import { EventKind, EventSchema, IdentityRefSchema, ToolResult_Code } from "../.
 import { ComputeState, ExecState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
 import { createSession, drain, execReq, kinds, setup, sessionOf as session } from "../support/session-fixture.js";
 

@@ -11,7 +11,7 @@ import { assistantText, textOf, userText } from "../../../proto/messages.js";
 import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { createModelInvoker, type ModelInvoker } from "../../../objects/controller/models.js";
-import { SessionHost } from "../../../objects/session/session-host.js";
+import { SessionHost } from "../../../objects/session/facade.js";
 import { createSession, descriptor, drain, execReq } from "../support/session-fixture.js";
 import { createTestDb, type TestDb } from "../support/sqljs-db.js";
 

@@ -15,7 +15,7 @@ import { createBuiltinRuntime } from "../../../runtimes/builtin/runtime.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import { createModelInvoker, type ModelInvoker } from "../../../objects/controller/models.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { counterScript, scriptedModels } from "../support/controller-fixture.js";
 import { createSession, descriptor, drain, execReq, setup } from "../support/session-fixture.js";
 

@@ -11,7 +11,7 @@ import { mintSessionUid } from "../../../proto/ids.js";
 import { userText } from "../../../proto/messages.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { ModelInvoker } from "../../../objects/controller/models.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { createSession, descriptor, drain, execReq, gatedHarness, kinds, setup, sessionOf as session } from "../support/session-fixture.js";
 
 function journal(host: SessionHost) {

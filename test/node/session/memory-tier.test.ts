@@ -14,9 +14,9 @@ import { EventKind, EventSchema, Lifecycle_Kind } from "../../../proto/gen/agent
 import { ComputeState, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintSessionUid } from "../../../proto/ids.js";
 import { textOf, userText } from "../../../proto/messages.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { fakeMemoryBackend, type FakeMemoryBackend } from "../support/fake-memory-backend.js";
-import { lifecycleEvent } from "../../../objects/session/lifecycle.js";
+import { lifecycleEvent } from "../../../objects/controller/events.js";
 import { createSession, drain, execReq, inject, setup, sessionOf as session, stateOf } from "../support/session-fixture.js";
 
 function journal(host: SessionHost) {

@@ -15,7 +15,7 @@ import { createBuiltinRuntime } from "../../../runtimes/builtin/runtime.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { fakeBackend } from "../support/fake-backend.js";
 import { createSession, descriptor, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
 

@@ -12,8 +12,8 @@ import { userText } from "../../../proto/messages.js";
 import { createBuiltinRuntime } from "../../../runtimes/builtin/runtime.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
-import type { PlacingRuntime } from "../../../objects/session/session-state.js";
-import type { SessionHost } from "../../../objects/session/session-host.js";
+import type { PlacingRuntime } from "../../../objects/session/state.js";
+import type { SessionHost } from "../../../objects/session/facade.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
 import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
 

@@ -7,7 +7,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { HarnessDescriptor } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ComputeState, RuntimeCapabilitiesSchema, SnapshotRefSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
-import type { PlacingRuntime } from "../../../objects/session/session-state.js";
+import type { PlacingRuntime } from "../../../objects/session/state.js";
 
 export interface FakeBackend {
   runtime: PlacingRuntime;

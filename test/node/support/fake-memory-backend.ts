@@ -13,7 +13,7 @@ import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agents
 import { ComputeState, RuntimeCapabilitiesSchema, SnapshotRefSchema, type SnapshotRef } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import type { ForkChild } from "../../../runtimes/runtime-spi.js";
-import type { PlacingRuntime } from "../../../objects/session/session-state.js";
+import type { PlacingRuntime } from "../../../objects/session/state.js";
 
 export const MEMORY_DESCRIPTOR = create(HarnessDescriptorSchema, {
   id: "mem-counter",

@@ -14,8 +14,8 @@ import { createModelInvoker, type ModelInvoker } from "../../../objects/controll
 import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
 import { FrameDecoder } from "../../../objects/session/frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
-import type { SessionState } from "../../../objects/session/session-state.js";
-import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/session-host.js";
+import type { SessionState } from "../../../objects/session/state.js";
+import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/facade.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { ToolExecutor } from "../../../objects/controller/tools.js";
 import { createTestDb, eraseTestDb } from "./sqljs-db.js";

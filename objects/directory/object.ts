@@ -7,16 +7,16 @@
  * batch through the sessions' own DeleteSession (objects/directory/retention-sweep.ts).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Sha256Hex } from "../proto/blob-ref.js";
-import { createR2BlobStore } from "./blobs/blob-store.js";
-import { BlobCollector } from "./directory/blob-collector.js";
-import { BlobOwnersStore } from "./directory/blob-owners-store.js";
-import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory/directory-store.js";
-import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./directory/registry-store.js";
-import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } from "./directory/retention-store.js";
-import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./directory/retention-sweep.js";
-import { sessionStub, type Env } from "./env.js";
-import { sqlDbFromStorage } from "./storage/do-sql.js";
+import type { Sha256Hex } from "../../proto/blob-ref.js";
+import { createR2BlobStore } from "../blobs/blob-store.js";
+import { BlobCollector } from "./blob-collector.js";
+import { BlobOwnersStore } from "./blob-owners-store.js";
+import { DirectoryStore, type DirectoryRow, type ListResult } from "./directory-store.js";
+import { RegistryStore, type HarnessLookup, type HarnessRecord, type RegisterResult, type RetireResult } from "./registry-store.js";
+import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } from "./retention-store.js";
+import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./retention-sweep.js";
+import { sessionStub, type Env } from "../env.js";
+import { sqlDbFromStorage } from "../storage/do-sql.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;

@@ -4,9 +4,9 @@
  * clock and the way to ask a session object whether a turn it once counted still runs.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type Env, sessionStub } from "./env.js";
-import { type Admission, type LeaseOutcome, type LimitSettings, TenantLimits } from "./limits/tenant-limits.js";
-import { sqlDbFromStorage } from "./storage/do-sql.js";
+import { type Env, sessionStub } from "../env.js";
+import { type Admission, type LeaseOutcome, type LimitSettings, TenantLimits } from "./tenant-limits.js";
+import { sqlDbFromStorage } from "../storage/do-sql.js";
 
 export class TenantLimiter extends DurableObject<Env> {
   private readonly _limits: TenantLimits;

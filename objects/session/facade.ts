@@ -1,7 +1,7 @@
 /**
  * The session core hosted by one SessionObject: the facade over the session's operations.
  *
- * Plain TypeScript over a `SqlDb`: the Durable Object class (objects/session-object.ts) only wires
+ * Plain TypeScript over a `SqlDb`: the Durable Object class (objects/session/object.ts) only wires
  * storage, clock and configuration and forwards its RPC methods here, and Node tests drive it on
  * sql.js. SQLite is the truth; the only in-memory state is the live turn (the overlap guard, which
  * is global because a Durable Object has exactly one live instance) and caches.
@@ -15,19 +15,19 @@ import { auditSession, type AuditReport } from "./audit.js";
 import { notFound } from "./failures.js";
 import { forkBegin, forkChild, type ForkChildStep, forkDiscard, forkFinish, forkSeed, forkSource, type ForkSource } from "./fork.js";
 import { packRecords } from "../journal/record-pack.js";
-import { cancelSession, deleteSession, suspendSession } from "./lifecycle-ops.js";
+import { cancelSession, deleteSession, suspendSession } from "./lifecycle.js";
 import { forkClone, forkRelease, type ForkClone } from "./memory-fork.js";
 import { INITIAL_STATES, staticsTooLarge, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { States } from "./projection.js";
 import { migrateSession } from "./schema.js";
-import { SessionState, type SessionHostDeps } from "./session-state.js";
+import { SessionState, type SessionHostDeps } from "./state.js";
 import { recordStream } from "./record-stream.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
 import type { Delivery } from "../../runtimes/tunnel/inbox.js";
 
 export type { AuditReport, Decision, ExecStart, ForkClone, ForkSource, SessionHostDeps };
-export { DESCRIBE_TIMEOUT_MS } from "./session-state.js";
+export { DESCRIBE_TIMEOUT_MS } from "./state.js";
 
 export interface CreateArgs {
   tenant: string;

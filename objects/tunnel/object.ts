@@ -9,16 +9,16 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { numberViolation } from "../proto/numbers.js";
-import { HarnessMessageSchema, HostMessageSchema } from "../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
-import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { ControllerFrameSchema, HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
-import { sha256Hex } from "../proto/canon.js";
-import { randomHex } from "../proto/ids.js";
-import { TUNNEL_SUBPROTOCOL } from "../proto/tunnel-endpoint.js";
-import type { Env } from "./env.js";
-import { sqlDbFromStorage } from "./storage/do-sql.js";
-import { TunnelStore } from "./tunnel/tunnel-store.js";
+import { numberViolation } from "../../proto/numbers.js";
+import { HarnessMessageSchema, HostMessageSchema } from "../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
+import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../proto/gen/agentsessions/v1/harness_pb.js";
+import { sha256Hex } from "../../proto/canon.js";
+import { randomHex } from "../../proto/ids.js";
+import { TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
+import type { Env } from "../env.js";
+import { sqlDbFromStorage } from "../storage/do-sql.js";
+import { TunnelStore } from "./tunnel-store.js";
 
 const TOKEN_TTL_MS = 10 * 60_000;
 

@@ -3,7 +3,7 @@
  * projections here), the live guard and its execution lease, the session's view of harnesses,
  * models and runtime, the alarm and the Directory report. Where the harness runs (admission,
  * placement, the live re-check) is placement.ts, reached as `placement`. Internal to
- * objects/session: the operations live in turns.ts, lifecycle-ops.ts, fork.ts and audit.ts, and
+ * objects/session: the operations live in turns.ts, session/lifecycle.ts, fork.ts and audit.ts, and
  * SessionHost is their facade.
  * @internal
  */
@@ -39,7 +39,7 @@ import { isSessionInitialized, migrateSession } from "./schema.js";
 import { SessionCache } from "./session-cache.js";
 import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
-import { renderSession } from "./session-view.js";
+import { renderSession } from "./render.js";
 import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
 
 export { DESCRIBE_TIMEOUT_MS, type PlacementLine } from "./placement.js";
