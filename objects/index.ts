@@ -8,7 +8,7 @@ export { HarnessTunnel } from "./tunnel/object.js";
 export { TenantLimiter } from "./limits/object.js";
 export { sessionStub, directoryStub, tunnelStub, limiterStub, type Env } from "./env.js";
 export type { LimitSettings } from "./limits/tenant-limits.js";
-export { FrameDecoder, type Frame } from "./session/frames.js";
+export { FrameDecoder, type Frame } from "./exec-frames.js";
 export { failure, type Failure, type FailureReason, type Outcome } from "./session/outcomes.js";
 export type { StoredRecord } from "./journal/journal.js";
 export { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./directory/directory-store.js";

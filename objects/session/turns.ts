@@ -15,7 +15,7 @@ import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller
 import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
-import { FrameSink } from "./frames.js";
+import { FrameSink } from "../exec-frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";

@@ -12,7 +12,7 @@ import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecRequestSchema, SessionSchema, Sessions } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintSessionUid } from "../../proto/ids.js";
 import { userText } from "../../proto/messages.js";
-import { FrameDecoder } from "../../objects/session/frames.js";
+import { FrameDecoder } from "../../objects/exec-frames.js";
 import type { SessionObject } from "../../objects/session/object.js";
 
 function stubFor(uid: string) {

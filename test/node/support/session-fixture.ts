@@ -12,7 +12,7 @@ import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { createModelInvoker, type ModelInvoker } from "../../../objects/controller/models.js";
 import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
-import { FrameDecoder } from "../../../objects/session/frames.js";
+import { FrameDecoder } from "../../../objects/exec-frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
 import type { SessionState } from "../../../objects/session/state.js";
 import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/facade.js";

@@ -5,7 +5,7 @@
  * is `kind (1 byte) | length (4 bytes, big-endian) | payload`: kind 0 carries a binary ExecUpdate,
  * kind 1 a JSON Failure that ends the stream. Encoded in objects/, decoded in worker/.
  */
-import type { Failure } from "./outcomes.js";
+import type { Failure } from "./session/outcomes.js";
 
 const UPDATE = 0;
 const FAILURE = 1;
