@@ -11,7 +11,7 @@
  * control plane is UNAVAILABLE naming its address.
  */
 import { resolve } from "node:path";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Lifecycle_Kind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
@@ -26,6 +26,7 @@ import { startSubstrateBackends, type SubstrateBackends } from "../../../scripts
 import type { FaultMethod } from "../../fixtures/ateapi/faults.js";
 import { until } from "../pod/support.js";
 import { startHost, type Host } from "../support/host.js";
+import { rejection } from "../support/rejection.js";
 
 const TOKEN = "rt_memory_tier_0123456789abcdef";
 const FORK_LIMIT = 3;
@@ -61,15 +62,6 @@ async function counterAt(n: number): Promise<{ uid: string; project: string }> {
 
 async function say(uid: string): Promise<string[]> {
   return (await host.client.exec({ session: uid, inputs: ["next"] })).outputs;
-}
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
 }
 
 async function listed(project: string): Promise<string[]> {

@@ -3,13 +3,14 @@
  * capabilities, Describe, and the incarnation lifecycle observed on the child processes themselves
  * (/proc states) and on a fake tunnel they dial back to.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { isRetryableRuntimeError } from "../../../runtimes/http/index.js";
 import type { Incarnation, SessionSpec } from "../../../runtimes/runtime-spi.js";
 import { isGone, isRunning, pidOf, procState, startPodFixture, uid, until, type PodFixture } from "./support.js";
+import { rejection } from "../support/rejection.js";
 
 let f: PodFixture;
 beforeAll(async () => {
@@ -21,15 +22,6 @@ afterAll(async () => {
 
 const spec = (sessionUid: string, harness = "echo2"): SessionSpec => ({ sessionUid, harness, dialback: f.tunnel.dialback(harness, sessionUid) });
 const status = (inc: Incarnation | string) => f.runtime.status(typeof inc === "string" ? { id: inc, worker: "", address: "", runtime: "pod", fence: 0n } : inc);
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
-}
 
 describe("capabilities and describe", () => {
   it("capabilities: all false (a process can be paused, not captured)", async () => {

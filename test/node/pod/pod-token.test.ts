@@ -6,13 +6,14 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ComputeState } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { createHttpRuntime, isRetryableRuntimeError } from "../../../runtimes/http/index.js";
 import { loadHarnessModules, startPodServer, type PodServer } from "../../../runtimes/pod/index.js";
 import { startFakeTunnel, type FakeTunnel } from "./fake-tunnel.js";
 import { HARNESSES, ROOT, uid } from "./support.js";
+import { rejection } from "../support/rejection.js";
 
 const TOKEN = "rt_0123456789abcdef0123456789abcdef";
 let pod: PodServer;
@@ -28,15 +29,6 @@ afterAll(async () => {
   await pod?.close();
   await tunnel?.close();
 });
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
-}
 
 describe("pod: bearer token", () => {
   it("token: a call without it is UNAUTHENTICATED, terminal, and starts nothing", async () => {

@@ -6,7 +6,7 @@
  * and on the counter harness's count, which survives a snapshot only if its memory was restored.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ComputeState, SnapshotRefSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -15,6 +15,7 @@ import { isRetryableRuntimeError } from "../../../runtimes/http/index.js";
 import type { Incarnation } from "../../../runtimes/runtime-spi.js";
 import { isGone, until } from "../pod/support.js";
 import { startSubstrateFixture, uid, type SubstrateFixture } from "./support.js";
+import { rejection } from "../support/rejection.js";
 
 let f: SubstrateFixture;
 beforeAll(async () => {
@@ -26,15 +27,6 @@ afterAll(async () => {
 
 const inc = (id: string): Incarnation => ({ id, worker: "", address: "", runtime: "substrate", fence: 0n });
 const callsFor = (u: string) => f.standin.calls.filter((c) => c.subject === u || c.subject === `fork-${u}`).map((c) => c.method);
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
-}
 
 describe("capabilities and describe", () => {
   it("capabilities: memory snapshots, no copy-on-write", async () => {

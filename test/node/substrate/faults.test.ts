@@ -13,15 +13,7 @@ import { freePort } from "../../../scripts/dev-server.js";
 import { isRetryableRuntimeError, retryAfterMsOf } from "../../../runtimes/http/index.js";
 import { classifyAteapiFailure } from "../../../runtimes/substrate/index.js";
 import { startSubstrateFixture, uid, type SubstrateFixture } from "./support.js";
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
-}
+import { rejection } from "../support/rejection.js";
 
 describe("ateapi codes", () => {
   it("classify: NotFound, AlreadyExists and FailedPrecondition are terminal; Aborted and ResourceExhausted retryable; the rest the bridge's fault", () => {

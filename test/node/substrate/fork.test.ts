@@ -6,7 +6,7 @@
  * process behind, the parent exactly as it was, and the same fan-out retryable.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotRefSchema, type SnapshotRef } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { ActorState } from "../../../proto/gen/ateapi/control_pb.js";
@@ -15,6 +15,7 @@ import type { ForkChild, Incarnation } from "../../../runtimes/runtime-spi.js";
 import type { FaultRule } from "../../fixtures/ateapi/faults.js";
 import { until } from "../pod/support.js";
 import { startSubstrateFixture, uid, type SubstrateFixture } from "./support.js";
+import { rejection } from "../support/rejection.js";
 
 let f: SubstrateFixture;
 beforeAll(async () => {
@@ -49,15 +50,6 @@ const children = (n: number): ForkChild[] =>
 const again = (cs: ForkChild[]): ForkChild[] => cs.map((c) => ({ sessionUid: c.sessionUid, dialback: f.tunnel.dialback("counter", c.sessionUid) }));
 
 const forkMany = (p: Parent, cs: ForkChild[], ref = p.ref) => f.runtime.forkMany(ref, cs, { sessionUid: p.uid, harness: "counter" });
-
-async function rejection(p: Promise<unknown>): Promise<ConnectError> {
-  const e = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(e instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(e)}`);
-  return e;
-}
 
 /** Nothing of the fan-out is left, and the parent is as the checkpoint left it. */
 async function expectNothingLeft(p: Parent, cs: ForkChild[]): Promise<void> {
