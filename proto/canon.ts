@@ -12,11 +12,12 @@
  * inspector UI hashes the very same string with WebCrypto (chain-check.ts).
  */
 import { createHash } from "node:crypto";
-import { toBinary, toJson } from "@bufbuild/protobuf";
+import { toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
 import { canonicalJsonOf } from "./jcs-writer.js";
+import { encodeBinary } from "./binary-writer.js";
 
 export { canonicalRecordString, eventToCanonicalJson } from "./canonical-json.js";
 
@@ -38,12 +39,26 @@ export function contentHash(event: Event, prevHash: string, seq: bigint): Conten
   return sha256Hex(canonicalRecordString(event, prevHash, seq)) as ContentHash;
 }
 
+/** The content hash both ways: hex (the wire's form) and the 32 bytes a journal row stores. */
+export function contentDigest(event: Event, prevHash: string, seq: bigint): { hash: ContentHash; bytes: Uint8Array } {
+  const text = canonicalRecordString(event, prevHash, seq);
+  // Hashing UTF-8 bytes is cheaper in workerd than handing it the string to convert.
+  if (utf8Scratch.length < text.length * 3) utf8Scratch = new Uint8Array(text.length * 3);
+  const n = UTF8.encodeInto(text, utf8Scratch).written;
+  const bytes = createHash("sha256").update(utf8Scratch.subarray(0, n)).digest();
+  return { hash: bytes.toString("hex") as ContentHash, bytes };
+}
+
+const UTF8 = new TextEncoder();
+let utf8Scratch = new Uint8Array(16384);
+
 /**
- * The stored (and served) bytes of a normalized event. Normalization already dropped unknown
- * fields, so the default writer (measurably faster than one given options) writes none.
+ * The stored (and served) bytes of a normalized event: toBinary's bytes, written by the encoder
+ * compiled for the Event schema (proto/binary-writer.ts). Normalization already dropped unknown
+ * fields, so there are none to write.
  */
 export function eventToStoredBytes(event: Event): Uint8Array {
-  return toBinary(EventSchema, event);
+  return encodeBinary(EventSchema, event);
 }
 
 /**

@@ -218,20 +218,12 @@ function writeScalar(t: ScalarType | undefined, v: unknown): string {
 
 /** A JSON string as JCS writes it; a lone surrogate has no form (canonicalize refuses it too). */
 function writeString(s: string): string {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdfff) continue;
-    if (c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        i++;
-        continue;
-      }
-    }
-    throw new Error("Lone surrogate is not allowed");
-  }
+  if (!(s as WellFormed).isWellFormed()) throw new Error("Lone surrogate is not allowed");
   return JSON.stringify(s);
 }
+
+/** String.prototype.isWellFormed (ES2024; Node 20 and workerd have it, the es2022 lib does not). */
+type WellFormed = string & { isWellFormed(): boolean };
 
 // The well-known types with a JSON form of their own, as protobuf-es writes them.
 
@@ -320,8 +312,16 @@ function writeTimestamp(msg: Record<string, unknown>): string {
     const digits = (nanos + 1000000000).toString().substring(1);
     z = digits.substring(3) === "000000" ? `.${digits.substring(0, 3)}Z` : digits.substring(6) === "000" ? `.${digits.substring(0, 6)}Z` : `.${digits}Z`;
   }
-  return '"' + new Date(ms).toISOString().replace(".000Z", z) + '"';
+  // The records of a turn mostly share their second: its date text is formatted once.
+  if (ms !== lastSecondMs) {
+    lastSecondText = new Date(ms).toISOString().slice(0, -5);
+    lastSecondMs = ms;
+  }
+  return '"' + lastSecondText + z + '"';
 }
+
+let lastSecondMs = Number.NaN;
+let lastSecondText = "";
 
 function writeDuration(msg: Record<string, unknown>): string {
   const secondsBig = (msg.seconds ?? 0n) as bigint;

@@ -5,6 +5,8 @@ declare module "node:crypto" {
     update(data: string | Uint8Array): Hash;
     copy(): Hash;
     digest(encoding: "hex"): string;
+    /** A Buffer: its toString("hex") is the hex digest. */
+    digest(): Uint8Array & { toString(encoding: "hex"): string };
   }
   export function createHash(algorithm: "sha256"): Hash;
 }

@@ -11,9 +11,9 @@
  * Durable Object per session), and the cache is only updated after a transaction commits.
  * Used by objects/session; tested in test/node/journal/journal.test.ts.
  */
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { contentHash, eventToStoredBytes, GENESIS_HASH, type ContentHash } from "../../proto/canon.js";
+import { contentDigest, eventToStoredBytes, GENESIS_HASH, type ContentHash } from "../../proto/canon.js";
 import { normalizeEvent } from "../../proto/normalize.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb } from "../storage/sql.js";
@@ -188,7 +188,7 @@ export class Journal {
       try {
         let decoded = normalizeEvent(events[i]!);
         // A copy: a normal event comes back as the caller's own object.
-        if (this._clock && decoded.ts === undefined) decoded = { ...decoded, ts: timestampFromMs(this._clock()) };
+        if (this._clock && decoded.ts === undefined) decoded = { ...decoded, ts: timestampOfMs(this._clock()) };
         const bytes = eventToStoredBytes(decoded);
         if (bytes.length > this._maxEventBytes) {
           return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };
@@ -203,7 +203,8 @@ export class Journal {
 
   /** Appends prepared events in order, in one transaction (CAS, fence, link, hash, insert). */
   commit(events: readonly PreparedEvent[], opts: AppendOptions): AppendResult {
-    const prepared = events.map((e) => ({ ...e, hash: GENESIS_HASH }));
+    const hashes: ContentHash[] = new Array(events.length);
+    const digests: Uint8Array<ArrayBuffer>[] = new Array(events.length);
     let result: AppendResult;
     try {
       result = this._db.transaction((): AppendResult => {
@@ -216,23 +217,26 @@ export class Journal {
         const fence = opts.mintFence ? current + 1n : opts.fence;
         // Hash every record before the first insert, so a refusal never leaves a partial batch.
         let prev = head.hash;
-        for (let i = 0; i < prepared.length; i++) {
+        for (let i = 0; i < events.length; i++) {
           try {
-            prepared[i]!.hash = contentHash(prepared[i]!.decoded, prev, head.seq + BigInt(i + 1));
+            const d = contentDigest(events[i]!.decoded, prev, head.seq + BigInt(i + 1));
+            hashes[i] = d.hash;
+            digests[i] = d.bytes as Uint8Array<ArrayBuffer>;
           } catch (e) {
             return { ok: false, reason: "invalid_event", index: i, detail: errorText(e) };
           }
-          prev = prepared[i]!.hash;
+          prev = hashes[i]!;
         }
         if (opts.mintFence) this._db.query(stmts.setFence, Number(fence));
         const records: AppendedRecord[] = [];
         prev = head.hash;
         let seq = head.seq;
-        for (const p of prepared) {
+        for (let i = 0; i < events.length; i++) {
+          const p = events[i]!;
           seq += 1n;
-          this._db.query(stmts.insert, Number(seq), hashBytes(p.hash), Number(fence), p.bytes);
-          records.push({ seq, prevHash: prev, hash: p.hash, fence, event: p.bytes, decoded: p.decoded });
-          prev = p.hash;
+          this._db.query(stmts.insert, Number(seq), digests[i]!, Number(fence), p.bytes);
+          records.push({ seq, prevHash: prev, hash: hashes[i]!, fence, event: p.bytes, decoded: p.decoded });
+          prev = hashes[i]!;
         }
         opts.project?.(records);
         return { ok: true, records, fence };
@@ -336,8 +340,6 @@ function recordFromRow(row: EventRow, prevHash: ContentHash): StoredRecord {
   };
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
 /** A stored hash in its wire form: 64 lowercase hex characters. */
 function hashHex(b: Uint8Array | string): ContentHash {
   // A row written by hand (a test tampering with storage) may hold text; it is what it says.
@@ -345,6 +347,14 @@ function hashHex(b: Uint8Array | string): ContentHash {
   let s = "";
   for (let i = 0; i < b.length; i++) s += HEX[b[i]!];
   return s as ContentHash;
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/** A Timestamp of a time in milliseconds, as timestampFromMs makes it (without create()'s reflection). */
+function timestampOfMs(ms: number): Timestamp {
+  const seconds = Math.floor(ms / 1000);
+  return { $typeName: "google.protobuf.Timestamp", seconds: BigInt(seconds), nanos: (ms - seconds * 1000) * 1000000 };
 }
 
 /** A content hash as the 32 bytes stored. */
