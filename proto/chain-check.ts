@@ -7,7 +7,8 @@
  *
  * No crypto is imported here. Tested in test/node/proto/chain-check.test.ts.
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeBinary } from "./binary-writer.js";
 import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
 import { canonicalRecordString } from "./canonical-json.js";
 
@@ -55,7 +56,7 @@ export class ChainCheck {
     // The hash covers the decoded content, and a lenient decoder reads some altered encodings as
     // the same content. Stored bytes are always the deterministic encoding of the normalized
     // event, so anything else is an edit even when the content survived it.
-    if (r.event instanceof Uint8Array && !sameBytes(toBinary(EventSchema, event), r.event)) {
+    if (r.event instanceof Uint8Array && !sameBytes(encodeBinary(EventSchema, event), r.event)) {
       return this._fail(r, "stored event bytes are not the encoding the journal wrote");
     }
     try {

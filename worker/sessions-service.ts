@@ -3,7 +3,8 @@
  * tenant, route to the session's Durable Object (or the tenant's Directory) and translate outcomes.
  * No session logic lives here (docs/design.md §2).
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { encodeBinary } from "../proto/binary-writer.js";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { EventSchema, LogRecordSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import {
@@ -80,7 +81,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const binary = wantsBinary(ctx);
       let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
       try {
-        const start = await sessionStub(env, tenant, uid).exec(toBinary(ExecRequestSchema, body), callerOf(ctx).requestId);
+        const start = await sessionStub(env, tenant, uid).exec(encodeBinary(ExecRequestSchema, body), callerOf(ctx).requestId);
         if (!start.ok) throw connectErrorFrom(start);
         reader = start.frames.getReader();
         for (;;) {
@@ -228,7 +229,7 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
     identity: recordedIdentity(principalOf(ctx), s.identity, "session.identity"),
   });
   const uid = mintSessionUid();
-  const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, toBinary(SessionSchema, statics));
+  const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, encodeBinary(SessionSchema, statics));
   if (!r.ok) throw connectErrorFrom(r);
   return fromBinary(SessionSchema, r.value);
 }

@@ -3,7 +3,7 @@
  * the report after every operation (session/state.ts), a fork child's first report (fork.ts) and
  * the tombstone of a deleted session (session/object.ts).
  */
-import { toBinary } from "@bufbuild/protobuf";
+import { encodeBinary } from "../../proto/binary-writer.js";
 import { SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "./directory-store.js";
 
@@ -12,7 +12,7 @@ export function createDirectoryRow(
   head: { seq: bigint; hash: string },
   times: { createMs: number; updateMs: number },
   /** The session's binary form, when the caller has already encoded it. */
-  bytes: Uint8Array = toBinary(SessionSchema, session),
+  bytes: Uint8Array = encodeBinary(SessionSchema, session),
 ): DirectoryRow {
   return {
     uid: session.metadata?.uid ?? "",

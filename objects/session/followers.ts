@@ -17,7 +17,8 @@
  * relays them (worker/tail-service.ts). Tested in test/node/session/followers.test.ts.
  * @internal
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { encodeBinary } from "../../proto/binary-writer.js";
 import { type TailResponse, TailEnd_Reason, TailResponseSchema } from "../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import type { StoredRecord } from "../journal/journal.js";
@@ -338,7 +339,7 @@ function closeQuietly(ctl: ReadableStreamDefaultController<Uint8Array>): void {
 
 /** One Connect/gRPC-Web envelope: flag 0, a 4-byte big-endian length, the message. */
 function envelope(msg: TailResponse): Uint8Array {
-  const body = toBinary(TailResponseSchema, msg);
+  const body = encodeBinary(TailResponseSchema, msg);
   const out = new Uint8Array(5 + body.length);
   new DataView(out.buffer).setUint32(1, body.length);
   out.set(body, 5);

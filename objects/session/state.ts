@@ -51,6 +51,11 @@ export interface SessionHostDeps {
   models: (sessionModel: string) => ModelInvoker;
   /** Reports the session's latest state to its tenant's Directory. */
   directory: (tenant: string, row: DirectoryRow) => Promise<void>;
+  /**
+   * How long a turn runs before the Directory is told it is running (RUNNING_REPORT_MS by
+   * default): a turn that ends sooner costs the Directory one report, at its end.
+   */
+  runningReportMs?: number;
   /** Erases every byte of this session's storage (DeleteSession). */
   erase: () => Promise<void>;
   /** The harnesses built into this host; the built-in echo harness by default. */

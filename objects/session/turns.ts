@@ -2,7 +2,8 @@
  * Exec and Resume: the operations that run a harness (docs/behaviour.md §4.5, §4.9, §4.10).
  * @internal
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { encodeBinary } from "../../proto/binary-writer.js";
 import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import { ComputeState, ExecState, ExecUpdateSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
@@ -155,12 +156,19 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
   }
 }
 
+/**
+ * How long a turn runs before ListSessions shows it running (docs/behaviour.md §4.3). Most turns
+ * of a chat end sooner, and each report is a Directory write.
+ */
+export const RUNNING_REPORT_MS = 1000;
+
 async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: string, out: FrameSink): Promise<void> {
   const observe: RecordObserver = (records) => {
     for (const r of records) out.update(updateBytes({ case: "record", value: logRecordOf(r) }));
   };
   let result: Failure | undefined;
   let parked = false;
+  let runningReport: ReturnType<typeof setTimeout> | undefined;
   const stopDeadline = armDeadline(s, live, req.deadlineUnix);
   try {
     if (req.inputs.length === 0 && interrupted(s)) {
@@ -206,8 +214,9 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       return;
     }
     live.executionId = mintExecutionId();
-    // Tell the Directory a turn is running, without holding the turn up for it.
-    void s.syncDirectoryQuietly();
+    // Tell the Directory a turn is running once it has run a while, without holding it up: a
+    // short turn is reported once, when it ends (below).
+    runningReport = setTimeout(() => void s.syncDirectoryQuietly(), s.d.runningReportMs ?? RUNNING_REPORT_MS);
     const outcome = await runLiveTurn(
       {
         sessionUid: s.uid,
@@ -245,6 +254,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
   } finally {
     stopDeadline();
+    if (runningReport !== undefined) clearTimeout(runningReport);
     s.release(live);
     await s.syncDirectoryQuietly();
     if (result) out.fail(result);
@@ -387,7 +397,7 @@ function armDeadline(s: SessionState, live: LiveTurn, deadlineUnix: bigint): () 
 }
 
 export function updateBytes(update: ExecUpdate["update"]): Uint8Array {
-  return toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update }));
+  return encodeBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update }));
 }
 
 /** Deltas go to the Exec stream (if any) and to the session's followers, after the last committed record. */

@@ -8,7 +8,8 @@
  * in-memory state is the Describe calls awaiting an answer, which are always inside an RPC.
  */
 import { DurableObject } from "cloudflare:workers";
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { encodeBinary } from "../../proto/binary-writer.js";
 import { numberViolation } from "../../proto/numbers.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
@@ -69,7 +70,7 @@ export class HarnessTunnel extends DurableObject<Env> {
       if (m.case !== "hello") return this._fatal(ws, a, "the first message must be a Hello");
       if (m.value.name !== a.name) return this._fatal(ws, a, `Hello names ${JSON.stringify(m.value.name)} but the connection was opened for ${a.name}`);
       if (!m.value.descriptor) return this._fatal(ws, a, "Hello must carry the harness's descriptor");
-      this._store.hello(a.conn, toBinary(HarnessDescriptorSchema, m.value.descriptor), m.value.maxStreams, Date.now());
+      this._store.hello(a.conn, encodeBinary(HarnessDescriptorSchema, m.value.descriptor), m.value.maxStreams, Date.now());
       ws.serializeAttachment({ ...a, helloed: true } satisfies Attachment);
       this._send(ws, { case: "welcome", value: { connectionId: a.conn, session: a.session.split("/")[1] ?? "" } });
       return;
@@ -95,7 +96,7 @@ export class HarnessTunnel extends DurableObject<Env> {
         // END finishes the stream. PARKED does not yet: the session checks the ack, then forgets the
         // stream (an accepted park) or closes it with the refusal (docs/tunnel.md; checklist §8.5 #28).
         if (m.value.event?.kind === 10) this._store.dropStream(m.value.stream);
-        const ok = await this._session(stream.session).deliver(m.value.stream, m.value.event ? toBinary(EventSchema, m.value.event) : null, "");
+        const ok = await this._session(stream.session).deliver(m.value.stream, m.value.event ? encodeBinary(EventSchema, m.value.event) : null, "");
         if (!ok) {
           this._store.dropStream(m.value.stream);
           this._send(ws, { case: "close", value: { stream: m.value.stream, reason: "no execution reads this stream any more" } });
@@ -108,7 +109,7 @@ export class HarnessTunnel extends DurableObject<Env> {
         const { descriptor, error } = m.value;
         resolve?.(
           descriptor && !error
-            ? { descriptor: toBinary(HarnessDescriptorSchema, descriptor) }
+            ? { descriptor: encodeBinary(HarnessDescriptorSchema, descriptor) }
             : { answered: error || "Described carries neither a descriptor nor an error" },
         );
         return;
@@ -172,7 +173,7 @@ export class HarnessTunnel extends DurableObject<Env> {
     const s = this._store.stream(stream);
     if (!s) return false;
     const msg = create(HostMessageSchema, { message: { case: "frame", value: { stream, frame: fromBinary(ControllerFrameSchema, frame) } } });
-    return this._sendRaw(s.connection, toBinary(HostMessageSchema, msg));
+    return this._sendRaw(s.connection, encodeBinary(HostMessageSchema, msg));
   }
 
   /** Forgets a stream the harness has finished (an accepted park), without telling it. */
@@ -232,14 +233,14 @@ export class HarnessTunnel extends DurableObject<Env> {
 
   private _send(ws: WebSocket, m: HostInit): void {
     try {
-      ws.send(toBinary(HostMessageSchema, create(HostMessageSchema, { message: m })));
+      ws.send(encodeBinary(HostMessageSchema, create(HostMessageSchema, { message: m })));
     } catch {
       // the socket is closing; webSocketClose cleans up
     }
   }
 
   private _sendTo(conn: string, m: HostInit): boolean {
-    return this._sendRaw(conn, toBinary(HostMessageSchema, create(HostMessageSchema, { message: m })));
+    return this._sendRaw(conn, encodeBinary(HostMessageSchema, create(HostMessageSchema, { message: m })));
   }
 
   private _sendRaw(conn: string, bytes: Uint8Array): boolean {

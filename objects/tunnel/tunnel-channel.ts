@@ -3,7 +3,8 @@
  * HarnessTunnel object that holds the harness's WebSockets, and the resolver that decides whether a
  * name is a tunnel harness here (it has connected at least once, or is connected now).
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
+import { encodeBinary } from "../../proto/binary-writer.js";
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { isHarnessName } from "../../proto/harness-name.js";
 import type { Harness } from "../../runtimes/harness-spi.js";
@@ -24,7 +25,7 @@ export function tunnelChannel(env: Env, tenant: string, uid: string, name: strin
       return "answered" in r ? { answered: r.answered } : undefined;
     },
     open: (stream) => stub.open(stream, `${tenant}/${uid}`, uid),
-    send: (stream, frame) => stub.send(stream, toBinary(ControllerFrameSchema, frame)),
+    send: (stream, frame) => stub.send(stream, encodeBinary(ControllerFrameSchema, frame)),
     close: async (stream, reason) => {
       await stub.close(stream, reason);
     },

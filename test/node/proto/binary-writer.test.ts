@@ -1,14 +1,17 @@
 /**
  * The compiled binary encoder (proto/binary-writer.ts) against the reference it replaces on the
- * append path, protobuf-es's toBinary: the same bytes (or both refusing) on thousands of random
- * Events, normalized Events and Sessions, and on every message of the awkward-event corpus.
+ * append path and the Exec, Tail and tunnel frames, protobuf-es's toBinary: the same bytes (or
+ * both refusing) on thousands of random Events, normalized Events, Sessions and frames.
  */
 import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { encodeBinary } from "../../../proto/binary-writer.js";
 import { eventToStoredBytes } from "../../../proto/canon.js";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
-import { SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { HostMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
+import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
+import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
+import { ExecRequestSchema, ExecUpdateSchema, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
 import { message, rng } from "../support/random-messages.js";
 
@@ -41,6 +44,21 @@ describe("the compiled binary encoder against toBinary", () => {
     const r = rng(99);
     for (let i = 0; i < 2000; i++) {
       const { fast, ref } = both(SessionSchema, message(r, SessionSchema, 0));
+      expect(fast, `case ${i}`).toBe(ref);
+    }
+  });
+
+  it.each([
+    ["ExecRequest", ExecRequestSchema],
+    ["ExecUpdate", ExecUpdateSchema],
+    ["TailResponse", TailResponseSchema],
+    ["HostMessage", HostMessageSchema],
+    ["ControllerFrame", ControllerFrameSchema],
+    ["HarnessDescriptor", HarnessDescriptorSchema],
+  ] as [string, DescMessage][])("encodeBinary: 1000 random %s messages (the other frames it writes) give toBinary's bytes", (_name, desc) => {
+    const r = rng(desc.typeName.length);
+    for (let i = 0; i < 1000; i++) {
+      const { fast, ref } = both(desc, message(r, desc, 0));
       expect(fast, `case ${i}`).toBe(ref);
     }
   });

@@ -10,7 +10,14 @@ import { ComputeState, ExecState } from "../../../proto/gen/agentsessions/v1/ses
 import { textOf, userText } from "../../../proto/messages.js";
 import type { EventSink, Harness } from "../../../runtimes/harness-spi.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
+import { SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
+import { waitFor } from "../support/wait.js";
 import { createSession, descriptor, drain, execReq, gatedHarness, kinds, setup } from "../support/session-fixture.js";
+
+function decodeExecState(row: DirectoryRow): ExecState {
+  return fromBinary(SessionSchema, row.session).execState;
+}
 
 describe("SessionHost", () => {
   it("create: writes metadata only; the session is PENDING with compute NONE and last_seq 0", async () => {
@@ -49,6 +56,24 @@ describe("SessionHost", () => {
     expect(s.ok && s.value).toMatchObject({ lastSeq: 5n, execState: ExecState.EXEC_COMPLETED, computeState: ComputeState.COMPUTE_LIVE });
     expect(reports[reports.length - 1]!.headSeq).toBe(5);
     expect(await host.audit(false)).toMatchObject({ ok: true, value: { chain: { ok: true, records: 5n } } });
+  });
+
+  it("exec: a short turn reports to the Directory once, at its end; a long one also while it runs", async () => {
+    const g = gatedHarness();
+    const { host, reports } = setup({ gated: g.harness }, undefined, { runningReportMs: 30 });
+    await createSession(host);
+    const before = reports.length;
+    await drain(host.exec(execReq({ inputs: [userText("quick")] })));
+    expect(reports.slice(before).map((r) => decodeExecState(r))).toEqual([ExecState.EXEC_COMPLETED]);
+
+    const mid = reports.length;
+    const long = host.exec(execReq({ inputs: [userText("slow")], harness: "gated" }));
+    await g.started;
+    await waitFor("the running report", () => reports.length > mid);
+    expect(decodeExecState(reports[mid]!)).toBe(ExecState.EXEC_RUNNING);
+    g.release();
+    expect((await drain(long)).failure).toBeUndefined();
+    expect(reports.slice(mid).map((r) => decodeExecState(r))).toEqual([ExecState.EXEC_RUNNING, ExecState.EXEC_COMPLETED]);
   });
 
   it("exec: a stale expected_last_seq is ABORTED after the session frame and writes nothing", async () => {

@@ -44,6 +44,8 @@ export function gatedHarness() {
 
 export interface SetupOptions {
   tools?: ToolExecutor;
+  /** How long a turn runs before the Directory hears it is running (the host's default without). */
+  runningReportMs?: number;
   approvalTimeoutSeconds?: number;
   /** The runtime the session places on (the built-in one by default). */
   runtime?: Runtime;
@@ -72,6 +74,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     tools: o.tools,
     runtime: o.runtime,
     remote: o.remote,
+    runningReportMs: o.runningReportMs,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
