@@ -16,6 +16,7 @@
  */
 import { type DescField, type DescMessage, type MessageShape, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { heldAsJson, WRAPPER_TYPES } from "./local-forms.js";
 
 /** A protobuf writer into one growing buffer (the subset of BinaryWriter the encoders use). */
 class Writer {
@@ -268,10 +269,8 @@ function singularWriter(f: DescField): WriteValue {
  * a JSON object (except inside a Value), a wrapper type as its bare value (singular fields only).
  */
 function localMessage(desc: DescMessage, parent: DescMessage, singular: boolean): WriteValue {
-  if (desc.typeName === "google.protobuf.Struct" && parent.typeName !== "google.protobuf.Value") {
-    return (w, v) => writeJsonObject(w, v);
-  }
-  if (singular && WRAPPERS.has(desc.typeName)) {
+  if (heldAsJson(desc, parent)) return (w, v) => writeJsonObject(w, v);
+  if (singular && WRAPPER_TYPES.has(desc.typeName)) {
     const inner = desc.fields[0]!;
     const type = inner.scalar ?? ScalarType.INT32;
     const value = scalarWriter(type, inner);
@@ -423,8 +422,6 @@ function writeJsonValue(w: Writer, v: unknown): void {
     // Anything else (undefined) is a Value with no kind set: nothing to write.
   }
 }
-
-const WRAPPERS = new Set(["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"].map((t) => `google.protobuf.${t}Value`));
 
 function isEnumZero(zero: number): (v: unknown) => boolean {
   return (v) => v === zero;

@@ -11,6 +11,7 @@
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
+import { heldAsJson, WRAPPER_TYPES } from "./local-forms.js";
 
 const sortedFields = new WeakMap<DescMessage, DescField[]>();
 
@@ -132,25 +133,13 @@ function writeField(f: DescField, v: unknown): string | undefined {
  * outside a oneof is its bare scalar.
  */
 function writeMessageField(f: DescField, desc: DescMessage, v: unknown): string {
-  if (desc.typeName === "google.protobuf.Struct" && f.parent.typeName !== "google.protobuf.Value") {
+  if (heldAsJson(desc, f.parent)) {
     // Anything but a plain object reads as an empty Struct, as protobuf-es reads it.
     return v !== null && typeof v === "object" && !Array.isArray(v) ? writeJson(v) : "{}";
   }
-  if (f.fieldKind === "message" && !f.oneof && WRAPPERS.has(desc.typeName)) return writeScalar(desc.fields[0]!.scalar, v);
+  if (f.fieldKind === "message" && !f.oneof && WRAPPER_TYPES.has(desc.typeName)) return writeScalar(desc.fields[0]!.scalar, v);
   return writeMessage(desc, v as Record<string, unknown>);
 }
-
-const WRAPPERS = new Set([
-  "google.protobuf.DoubleValue",
-  "google.protobuf.FloatValue",
-  "google.protobuf.Int64Value",
-  "google.protobuf.UInt64Value",
-  "google.protobuf.Int32Value",
-  "google.protobuf.UInt32Value",
-  "google.protobuf.BoolValue",
-  "google.protobuf.StringValue",
-  "google.protobuf.BytesValue",
-]);
 
 /** A JSON value (a Struct as a field holds it) in JCS form, as toJson's round trip through Value writes it. */
 function writeJson(v: unknown): string {

@@ -8,6 +8,7 @@
  * dropped. Used by the journal append path; tested in test/node/proto/normalize.test.ts.
  */
 import { clone, create } from "@bufbuild/protobuf";
+import { dropUnknownFields, hasUnknownFields } from "./unknown-fields.js";
 import {
   EventKind,
   EventSchema,
@@ -33,7 +34,7 @@ const LIFECYCLE_KINDS = new Set<number>(Object.values(Lifecycle_Kind).filter((v)
 export function normalizeEvent(input: Event): Event {
   if (isNormal(input)) return input;
   const ev = clone(EventSchema, input);
-  dropUnknown(ev);
+  dropUnknownFields(EventSchema, ev);
   if (!EVENT_KINDS.has(ev.kind)) ev.kind = EventKind.EVENT_KIND_UNSPECIFIED;
   if (ev.actor && !ev.actor.principal && !ev.actor.issuer && !ev.actor.subject) ev.actor = undefined;
   const body = ev.body;
@@ -66,7 +67,7 @@ export function normalizeEvent(input: Event): Event {
 
 /** True when normalizeEvent would change nothing. */
 export function isNormal(ev: Event): boolean {
-  if (hasUnknown(ev) || !EVENT_KINDS.has(ev.kind)) return false;
+  if (hasUnknownFields(EventSchema, ev) || !EVENT_KINDS.has(ev.kind)) return false;
   if (ev.actor && !ev.actor.principal && !ev.actor.issuer && !ev.actor.subject) return false;
   const body = ev.body;
   switch (body.case) {
@@ -104,17 +105,6 @@ function isNormalPart(p: Part): boolean {
     default:
       return true;
   }
-}
-
-function hasUnknown(value: unknown): boolean {
-  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return false;
-  const obj = value as Record<string, unknown>;
-  if (obj.$unknown !== undefined) return true;
-  for (const k in obj) {
-    const v = obj[k];
-    if (v !== null && typeof v === "object" && hasUnknown(v)) return true;
-  }
-  return false;
 }
 
 function normalizeMessage(m: Message): void {
@@ -161,13 +151,3 @@ function normalizeToolResult(r: ToolResult): void {
 }
 
 /** Unknown fields never reach the journal: a Go verifier's domain round trip drops them. */
-function dropUnknown(value: unknown): void {
-  if (value === null || typeof value !== "object") return;
-  if (value instanceof Uint8Array) return;
-  const obj = value as Record<string, unknown>;
-  if ("$unknown" in obj) delete obj.$unknown;
-  for (const v of Object.values(obj)) {
-    if (Array.isArray(v)) v.forEach(dropUnknown);
-    else dropUnknown(v);
-  }
-}
