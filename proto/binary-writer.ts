@@ -24,6 +24,8 @@ class Writer {
   // buffer (allocating a typed array costs more than encoding a small message).
   buf = scratch;
   pos = 0;
+  /** Whether any message written carried unknown fields. */
+  unknown = false;
   private readonly _forks: number[] = [];
 
   private ensure(n: number): void {
@@ -182,6 +184,13 @@ export function encodeBinary<Desc extends DescMessage>(schema: Desc, message: Me
   return w.finish();
 }
 
+/** encodeBinary, also saying whether the message (at any depth) carried unknown fields. */
+export function encodeBinaryNotingUnknown<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): { bytes: Uint8Array; unknown: boolean } {
+  const w = new Writer();
+  encoderOf(schema)(w, message as unknown as Msg);
+  return { bytes: w.finish(), unknown: w.unknown };
+}
+
 function encoderOf(desc: DescMessage): Write {
   let enc = compiled.get(desc);
   if (!enc) {
@@ -190,7 +199,10 @@ function encoderOf(desc: DescMessage): Write {
     enc = (w, msg) => {
       for (let i = 0; i < fields.length; i++) fields[i]!(w, msg);
       const unknown = msg.$unknown as { no: number; wireType: WireType; data: Uint8Array }[] | undefined;
-      if (unknown) for (const u of unknown) w.tag(u.no, u.wireType).raw(u.data);
+      if (unknown && unknown.length > 0) {
+        w.unknown = true;
+        for (const u of unknown) w.tag(u.no, u.wireType).raw(u.data);
+      }
     };
     compiled.set(desc, enc);
     fields = [...desc.fields].sort((a, b) => a.number - b.number).map(fieldWriter);

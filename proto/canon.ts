@@ -17,7 +17,7 @@ import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
 import { canonicalJsonOf } from "./jcs-writer.js";
-import { encodeBinary } from "./binary-writer.js";
+import { encodeBinary, encodeBinaryNotingUnknown } from "./binary-writer.js";
 
 export { canonicalRecordString, eventToCanonicalJson } from "./canonical-json.js";
 
@@ -59,6 +59,16 @@ let utf8Scratch = new Uint8Array(16384);
  */
 export function eventToStoredBytes(event: Event): Uint8Array {
   return encodeBinary(EventSchema, event);
+}
+
+/**
+ * The stored bytes of an event whose shape is normal (normalize.ts isNormalShape), or undefined
+ * when it carries unknown fields after all: then it is not in normal form, and must be normalized
+ * and encoded again. Finding them while encoding spares the append a walk of its own.
+ */
+export function storedBytesIfNoUnknown(event: Event): Uint8Array | undefined {
+  const { bytes, unknown } = encodeBinaryNotingUnknown(EventSchema, event);
+  return unknown ? undefined : bytes;
 }
 
 /**

@@ -13,8 +13,8 @@
  */
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { contentDigest, eventToStoredBytes, GENESIS_HASH, type ContentHash } from "../../proto/canon.js";
-import { normalizeEvent } from "../../proto/normalize.js";
+import { contentDigest, eventToStoredBytes, GENESIS_HASH, storedBytesIfNoUnknown, type ContentHash } from "../../proto/canon.js";
+import { isNormalShape, normalizeEvent } from "../../proto/normalize.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb } from "../storage/sql.js";
 
@@ -186,10 +186,16 @@ export class Journal {
     const prepared: PreparedEvent[] = [];
     for (let i = 0; i < events.length; i++) {
       try {
-        let decoded = normalizeEvent(events[i]!);
-        // A copy: a normal event comes back as the caller's own object.
+        const input = events[i]!;
+        let decoded = isNormalShape(input) ? input : normalizeEvent(input);
+        // A copy: the caller's own object is never changed.
         if (this._clock && decoded.ts === undefined) decoded = { ...decoded, ts: timestampOfMs(this._clock()) };
-        const bytes = eventToStoredBytes(decoded);
+        let bytes = storedBytesIfNoUnknown(decoded);
+        if (!bytes) {
+          // Unknown fields (rare: a peer's event decoded by an older schema) are not kept.
+          decoded = normalizeEvent(decoded);
+          bytes = eventToStoredBytes(decoded);
+        }
         if (bytes.length > this._maxEventBytes) {
           return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };
         }

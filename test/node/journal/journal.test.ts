@@ -41,6 +41,22 @@ describe("Journal", () => {
     expect(journal.head()).toEqual({ seq: 3n, hash: r.records[2]!.hash });
   });
 
+  it("append: unknown fields at any depth are not stored, hashed or served, and the caller's event is untouched", () => {
+    const { journal } = newJournal();
+    const ev = output("hi");
+    // Field 99 inside the message part (two messages down), as decoding a newer peer's bytes keeps it.
+    const part = ev.body.case === "message" ? ev.body.value.parts[0]! : undefined;
+    (part as unknown as { $unknown: unknown }).$unknown = [{ no: 99, wireType: 2, data: Uint8Array.of(2, 104, 105) }];
+    const withUnknown = fromBinary(EventSchema, toBinary(EventSchema, ev));
+    const r = journal.append([withUnknown], { fence: 0n });
+    expect(r.ok).toBe(true);
+    const rec = r.ok ? r.records[0]! : undefined;
+    expect(rec!.event).toEqual(toBinary(EventSchema, output("hi")));
+    expect(rec!.hash).toBe(contentHash(output("hi"), rec!.prevHash, 1n));
+    const kept = withUnknown.body.case === "message" ? withUnknown.body.value.parts[0] : undefined;
+    expect((kept as unknown as { $unknown?: unknown[] }).$unknown).toHaveLength(1);
+  });
+
   it("append: rejects a stale expected seq with a conflict and writes nothing", () => {
     const { db, journal } = newJournal();
     expect(journal.append([output("a")], { expectedSeq: 0n, fence: 0n }).ok).toBe(true);

@@ -11,7 +11,7 @@ import { message, rng } from "../support/random-messages.js";
 
 /** An Event whose tool call (nested two messages down) carries an unknown field 99. */
 function withNestedUnknown() {
-  const ev = create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", name: "t", args: { q: 1 } } } });
+  const ev = create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", tool: "t", args: { q: 1 } } } });
   // Field 99 (length-delimited, "hi") inside the ToolCall: decoding keeps it in the call's $unknown.
   const call = ev.body.case === "tool" ? ev.body.value : undefined;
   (call as unknown as { $unknown: unknown }).$unknown = [{ no: 99, wireType: 2, data: Uint8Array.of(2, 104, 105) }];
@@ -25,12 +25,12 @@ describe("unknown fields, walked with the schema", () => {
     dropUnknownFields(EventSchema, ev);
     expect(hasUnknownFields(EventSchema, ev)).toBe(false);
     expect(toBinary(EventSchema, ev)).toEqual(
-      toBinary(EventSchema, create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", name: "t", args: { q: 1 } } } })),
+      toBinary(EventSchema, create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", tool: "t", args: { q: 1 } } } })),
     );
   });
 
   it("normalizeEvent: a JSON key named $unknown in tool arguments is data and is kept", () => {
-    const ev = create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", name: "t", args: { $unknown: [1, 2], nested: { $unknown: "x" } } } } });
+    const ev = create(EventSchema, { kind: 4, body: { case: "tool", value: { id: "c1", tool: "t", args: { $unknown: [1, 2], nested: { $unknown: "x" } } } } });
     expect(hasUnknownFields(EventSchema, ev)).toBe(false);
     const n = normalizeEvent(ev);
     expect(n.body.case === "tool" && n.body.value.args).toEqual({ $unknown: [1, 2], nested: { $unknown: "x" } });
