@@ -4,13 +4,34 @@
  * `wrangler dev` scripts/dev-server.ts starts (it notes each process group there), belongs to this
  * run. At the end of the run, a server still running or anything left in that folder fails the
  * run with what was left behind; it is then removed, so a failed run leaks nothing either.
+ *
+ * wrangler also bundles into `.wrangler/tmp/` beside wrangler.toml and removes that folder when it
+ * exits; a server a test kills on purpose (SIGKILL of its group: a crash) cannot. Those folders
+ * made during the run are removed here too: a tool's scratch, not a test's leak.
  */
-import { readdirSync, rmSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { GROUPS_DIR, groupAlive, sleep } from "../../../scripts/dev-server.js";
+import { GROUPS_DIR, groupAlive, ROOT, sleep } from "../../../scripts/dev-server.js";
+
+const WRANGLER_TMP = join(ROOT, ".wrangler", "tmp");
+let startedMs = 0;
 
 export function setup(): void {
   if (!process.env.AGENTSESSIONS_TMP) throw new Error("vitest.config.ts sets AGENTSESSIONS_TMP for the leak check; run the tests through it");
+  startedMs = Date.now();
+}
+
+/** Removes wrangler's bundle folders made since the run started (older ones may be a developer's `npm start`). */
+function removeWranglerScratch(): void {
+  for (const name of list(WRANGLER_TMP)) {
+    if (!/^(dev|bundle)-/.test(name)) continue;
+    const dir = join(WRANGLER_TMP, name);
+    try {
+      if (statSync(dir).mtimeMs >= startedMs - 1000) rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // gone meanwhile
+    }
+  }
 }
 
 export async function teardown(): Promise<void> {
@@ -30,6 +51,7 @@ export async function teardown(): Promise<void> {
   const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isTsxCache(name));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
   rmSync(root, { recursive: true, force: true });
+  removeWranglerScratch();
   if (leaks.length === 0) return;
   // vitest reports a failed teardown but still exits 0, after the closing line: correct both.
   process.exitCode = 1;
