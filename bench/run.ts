@@ -6,6 +6,7 @@
  * Rows (BENCH_ONLY=name,name runs a subset):
  *   append       journal append vs a plain SQLite insert of the same bytes, same object
  *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
+ *   log-line     what one structured log line adds to a request (a turn writes two: rpc, placement)
  *   replay       Replay of 10k records of ~300 B (binary) vs reading the same rows in an object
  *   verify       Audit.Verify (no replay) and `agentctl verify`, records/s
  *   fork         128 children of a 10k prefix, aggregate records/s vs an insert floor
@@ -47,6 +48,17 @@ const rows: Record<string, Row> = {
     const p = (median(t.plain!) * 1000) / n;
     console.log(`append: hash-chained ${fmt(a)} µs/event, plain insert ${fmt(p)} µs/event (${n} events of ~300 B per call, ${ROUNDS} rounds)`);
     summary("append", a / p, "<=2");
+  },
+
+  async "log-line"(u) {
+    const lines = (n: number) => () => post(`${u}/_bench/logs?n=${n}&size=200`);
+    await lines(1)();
+    const t = await interleaved(Math.max(ROUNDS, 30), { none: lines(0), one: lines(1), two: lines(2) });
+    const per = (median(t.two!) - median(t.none!)) / 2;
+    console.log(
+      `log-line: a request whose object logs 0, 1, 2 lines: ${fmt(median(t.none!), 2)}, ${fmt(median(t.one!), 2)}, ${fmt(median(t.two!), 2)} ms (${fmt(per, 2)} ms a line)`,
+    );
+    summary("log-line", median(t.two!) / median(t.none!), "(measured)", `ms_per_line=${fmt(per, 2)}`);
   },
 
   async "echo-turn"(u, c) {

@@ -66,6 +66,13 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
+  /** Writes `n` structured log lines of about `size` bytes, as the session's placement line is written. */
+  logs(n: number, size: number): number {
+    const line = JSON.stringify({ level: "info", msg: "bench", detail: "x".repeat(size) });
+    for (let i = 0; i < n; i++) console.log(line);
+    return n;
+  }
+
   /** The five-row baseline, answered as a byte stream over the call (what Exec returns). */
   fiveStream(): ReadableStream<Uint8Array> {
     const head = this.five();

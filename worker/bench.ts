@@ -31,6 +31,8 @@ export async function serveBench(req: Request, env: Env): Promise<Response> {
   switch (url.pathname) {
     case "/_bench/append":
       return Response.json({ head: await stub.append(n, size) });
+    case "/_bench/logs":
+      return Response.json({ n: await stub.logs(n, size) });
     case "/_bench/plain":
       return Response.json({ head: await stub.plain(n, size) });
     case "/_bench/five":
