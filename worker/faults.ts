@@ -10,22 +10,24 @@ import { callerKey } from "./context.js";
 import { internalError } from "./errors.js";
 
 export const classifyFaults: Interceptor = (next) => async (req) => {
-  const classify = (e: unknown): ConnectError => {
-    if (e instanceof ConnectError) return e;
-    const caller = req.contextValues.get(callerKey);
-    // The error's name and the code location it came from; never its message, which may quote
-    // whatever value it choked on.
-    const fault = e instanceof Error ? e.name : typeof e;
-    const at =
-      e instanceof Error
-        ? ((e.stack ?? "")
-            .split("\n")
-            .find((l) => l.trim().startsWith("at "))
-            ?.trim()
-            .slice(0, 200) ?? "")
-        : "";
-    console.log(JSON.stringify({ level: "error", msg: "fault", request_id: caller.requestId, operation: req.method.name, fault, at }));
-    return internalError(e);
-  };
-  return whenEnded(next(req), (e) => (e === undefined ? undefined : classify(e)));
+  const requestId = req.contextValues.get(callerKey).requestId;
+  return whenEnded(next(req), (e) => (e === undefined ? undefined : classifyFault(e, requestId, req.method.name)));
 };
+
+/** A ConnectError as it is; anything else INTERNAL, with one `fault` line (also for the stream routes). */
+export function classifyFault(e: unknown, requestId: string, operation: string): ConnectError {
+  if (e instanceof ConnectError) return e;
+  // The error's name and the code location it came from; never its message, which may quote
+  // whatever value it choked on.
+  const fault = e instanceof Error ? e.name : typeof e;
+  const at =
+    e instanceof Error
+      ? ((e.stack ?? "")
+          .split("\n")
+          .find((l) => l.trim().startsWith("at "))
+          ?.trim()
+          .slice(0, 200) ?? "")
+      : "";
+  console.log(JSON.stringify({ level: "error", msg: "fault", request_id: requestId, operation, fault, at }));
+  return internalError(e);
+}

@@ -9,8 +9,8 @@
  * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
  * the size limit and request-check): anything it does not recognise as a plain binary Replay (JSON,
  * compression, more than one envelope) goes to the router, which serves every Replay the same way
- * with decoded messages. Both refuse in the same words; test/node/integration/record-stream.test.ts
- * compares their answers byte for byte.
+ * with decoded messages. Both refuse in the same words; test/node/integration/stream-routes.test.ts
+ * compares their answers.
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -23,28 +23,52 @@ import { connectErrorFrom } from "./errors.js";
 import { logRpc } from "./request-log.js";
 import { requireUid } from "./sessions-service.js";
 
-type Ending = "connect" | "grpc-web";
+export type Ending = "connect" | "grpc-web";
 
 export interface StreamCaller {
   tenant: string;
   requestId: string;
 }
 
-/** The Replay answer, or undefined when the router should serve this request. */
-export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+/** A request that is one plain binary envelope of Connect streaming or gRPC-Web, else undefined. */
+export interface BinaryStreamCall {
+  ending: Ending;
+  contentType: string;
+  payload: Uint8Array;
+}
+
+/**
+ * The fast paths' shared front: exactly one uncompressed binary envelope, no deadline header
+ * (the router applies deadlines); anything else is the router's to judge and serve.
+ */
+export function binaryStreamCall(req: Request, body: Uint8Array): BinaryStreamCall | undefined {
   const ct = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   const ending: Ending | undefined =
     ct === "application/connect+proto" ? "connect" : ct === "application/grpc-web+proto" || ct === "application/grpc-web" ? "grpc-web" : undefined;
   if (!ending) return undefined;
   const encoding = req.headers.get(ending === "connect" ? "connect-content-encoding" : "grpc-encoding");
   if (encoding && encoding !== "identity") return undefined;
-  // Exactly one plain envelope: anything else is the router's to judge.
+  if (req.headers.has(ending === "connect" ? "connect-timeout-ms" : "grpc-timeout")) return undefined;
   if (body.length < 5 || body[0] !== 0) return undefined;
   const len = new DataView(body.buffer, body.byteOffset + 1, 4).getUint32(0);
   if (5 + len !== body.length) return undefined;
+  return { ending, contentType: ct, payload: body.subarray(5) };
+}
+
+/** The end of a stream in the caller's protocol: OK, or the error. */
+export function streamEnd(ending: Ending, e?: ConnectError): Uint8Array {
+  if (ending === "connect") return e ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : connectEndFrame();
+  return e ? grpcWebTrailerFrame(e.code, e.rawMessage) : grpcWebTrailerFrame(0);
+}
+
+/** The Replay answer, or undefined when the router should serve this request. */
+export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+  const call = binaryStreamCall(req, body);
+  if (!call) return undefined;
+  const { ending, contentType: ct } = call;
   let request;
   try {
-    request = fromBinary(ReplayRequestSchema, body.subarray(5));
+    request = fromBinary(ReplayRequestSchema, call.payload);
   } catch {
     return undefined;
   }
@@ -56,8 +80,7 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
     logRpc({ requestId: caller.requestId, tenant: caller.tenant, session, operation: "Replay", code, durationMs: Date.now() - started });
   const fail = (e: ConnectError) => {
     log(e.code);
-    const end = ending === "connect" ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : grpcWebTrailerFrame(e.code, e.rawMessage);
-    return new Response(end, { status: 200, headers });
+    return new Response(streamEnd(ending, e), { status: 200, headers });
   };
 
   const bad = numberViolation(ReplayRequestSchema, request);
@@ -77,11 +100,11 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
       try {
         const { done, value } = await reader.read();
         if (!done) return ctl.enqueue(value);
-        ctl.enqueue(ending === "connect" ? connectEndFrame() : grpcWebTrailerFrame(0));
+        ctl.enqueue(streamEnd(ending));
         log(undefined);
       } catch {
         const e = new ConnectError("the journal could not be read to its end: Replay again from the seq after the last record you received", Code.Unavailable);
-        ctl.enqueue(ending === "connect" ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : grpcWebTrailerFrame(e.code, e.rawMessage));
+        ctl.enqueue(streamEnd(ending, e));
         log(e.code);
       }
       ctl.close();

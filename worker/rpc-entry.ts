@@ -30,9 +30,15 @@ import type { LimitGuards } from "./limits.js";
 import { refusalFor, refuseMalformed } from "./request-check.js";
 import { logRpc } from "./request-log.js";
 import { serveBinaryReplay } from "./record-stream-route.js";
+import { serveBinaryExec } from "./exec-stream-route.js";
+import { hostConfig } from "../objects/config.js";
+import { type HarnessResolver, servedBuiltins } from "../runtimes/builtin/index.js";
 import { serveRpc } from "./router.js";
 
 const REPLAY = Sessions.method.replay;
+const EXEC = Sessions.method.exec;
+/** The built-in harnesses, resolved once per isolate (as the router's services do). */
+let builtins: HarnessResolver | undefined;
 
 export async function serveRpcRequest(
   env: Env,
@@ -74,9 +80,15 @@ export async function serveRpcRequest(
     logRpc({ requestId, tenant, session: "", operation: method.name, code: malformed.code, durationMs: Date.now() - started });
     return malformed.response;
   }
-  // A binary Replay is relayed as the session object's own byte stream (record-stream-route.ts).
+  // A binary Replay is relayed as the session object's own byte stream (record-stream-route.ts),
+  // a binary Exec as the object's frames in envelopes (exec-stream-route.ts).
   if (method === REPLAY) {
     const fast = await serveBinaryReplay(env, request, body, { tenant: p.tenant, requestId });
+    if (fast) return fast;
+  }
+  if (method === EXEC) {
+    builtins ??= servedBuiltins(hostConfig(env));
+    const fast = await serveBinaryExec(env, builtins, limits, req, body, { tenant: p.tenant, requestId, principal: p });
     if (fast) return fast;
   }
   const values: ContextValues = createContextValues();

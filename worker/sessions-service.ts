@@ -27,6 +27,7 @@ import { callerOf, noteSession, principalOf, wantsBinary } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
 import { forkSession } from "./fork.js";
 import { checkStructDepth, type LimitGuards } from "./limits.js";
+import type { HostLimits } from "../objects/config.js";
 
 export const DEFAULT_PROJECT = "default";
 const REPLAY_PAGE = 500;
@@ -58,32 +59,11 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     },
 
     async *exec(req, ctx) {
-      if (req.inputs.length > limits.maxInputsPerExec) {
-        throw new ConnectError(
-          `an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`,
-          Code.InvalidArgument,
-        );
-      }
-      checkStructDepth(ExecRequestSchema, req, limits.maxStructDepth, "this Exec request");
-      let uid: SessionUid;
-      if (req.session === "") {
-        const created = await createSession(env, harnesses, ctx, {
-          session: create(SessionSchema, { harness: req.harness }),
-        } as CreateSessionRequest);
-        uid = created.metadata!.uid as SessionUid;
-      } else {
-        uid = requireUid(req.session, "session");
-      }
-      noteSession(ctx, uid);
-      const body: ExecRequest = { ...req, session: uid };
-      const tenant = callerOf(ctx).tenant;
+      const frames = await openExec(env, harnesses, limits, ctx, req);
       const decoder = new FrameDecoder();
       const binary = wantsBinary(ctx);
-      let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+      const reader = frames.getReader();
       try {
-        const start = await sessionStub(env, tenant, uid).exec(encodeBinary(ExecRequestSchema, body), callerOf(ctx).requestId);
-        if (!start.ok) throw connectErrorFrom(start);
-        reader = start.frames.getReader();
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
@@ -94,9 +74,9 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
           }
         }
       } finally {
-        reader?.releaseLock();
+        reader.releaseLock();
       }
-      if (!decoder.drained) throw new ConnectError("the turn's stream was cut short; read the session and Replay", Code.Unavailable);
+      if (!decoder.drained) throw new ConnectError(EXEC_CUT_SHORT, Code.Unavailable);
     },
 
     async *replay(req, ctx) {
@@ -232,6 +212,44 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
   const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, encodeBinary(SessionSchema, statics));
   if (!r.ok) throw connectErrorFrom(r);
   return fromBinary(SessionSchema, r.value);
+}
+
+export const EXEC_CUT_SHORT = "the turn's stream was cut short; read the session and Replay";
+
+/**
+ * What Exec does before its stream: the request's limits, an empty `session` created first, and
+ * the session object's frame stream opened (objects/exec-frames.ts). Shared by the router's
+ * handler above and the binary fast path (worker/exec-stream-route.ts), so both refuse alike.
+ */
+export async function openExec(
+  env: Env,
+  harnesses: HarnessResolver,
+  limits: HostLimits,
+  ctx: HandlerContext,
+  req: ExecRequest,
+): Promise<ReadableStream<Uint8Array>> {
+  if (req.inputs.length > limits.maxInputsPerExec) {
+    throw new ConnectError(
+      `an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`,
+      Code.InvalidArgument,
+    );
+  }
+  checkStructDepth(ExecRequestSchema, req, limits.maxStructDepth, "this Exec request");
+  let uid: SessionUid;
+  if (req.session === "") {
+    const created = await createSession(env, harnesses, ctx, {
+      session: create(SessionSchema, { harness: req.harness }),
+    } as CreateSessionRequest);
+    uid = created.metadata!.uid as SessionUid;
+  } else {
+    uid = requireUid(req.session, "session");
+  }
+  noteSession(ctx, uid);
+  const body: ExecRequest = { ...req, session: uid };
+  const caller = callerOf(ctx);
+  const start = await sessionStub(env, caller.tenant, uid).exec(encodeBinary(ExecRequestSchema, body), caller.requestId);
+  if (!start.ok) throw connectErrorFrom(start);
+  return start.frames;
 }
 
 /** An empty uid is malformed (INVALID_ARGUMENT); a malformed one names no session (NOT_FOUND). */

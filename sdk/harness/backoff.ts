@@ -1,7 +1,7 @@
 /**
  * Reconnect delays: exponential from `initialMs`, capped at `maxMs`, with jitter (each delay is
  * drawn from the upper half of its step) so harnesses cut off together do not reconnect in lockstep.
- * @internal Used by serve.ts; tested in test/node/sdk-harness/backoff.test.ts.
+ * @internal Used by serve.ts; tested in test/node/sdk-harness/reconnect.test.ts.
  */
 export interface BackoffOptions {
   /** First delay (default 500 ms). */

@@ -3,6 +3,7 @@
  * each citation. Checks every source, test, config and doc file for
  * - `docs/<name>.md` paths and links between docs (`](name.md)`, `](name.md#…)`) that name no file;
  * - upper-case document names (`SOMETHING.md`) that are no file of the repository;
+ * - `test/<path>.test.ts` paths (a comment saying where something is tested) that name no file;
  * - references to folders outside it (`../shared`) and to the team's private style guide (`STYLE n`).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -53,6 +54,9 @@ function problems(): string[] {
       }
       for (const m of line.matchAll(/\b([A-Z][A-Z0-9_-]{2,}\.md)\b/g)) {
         if (!names.has(m[1]!)) out.push(`${at}: ${m[1]} is not a file of this repository`);
+      }
+      for (const m of line.matchAll(/(?<![\w/.-])(test\/[\w./-]+?\.test\.ts)\b/g)) {
+        if (!exists(join(ROOT, m[1]!))) out.push(`${at}: ${m[1]} does not exist`);
       }
       if (/\.\.\/shared\b/.test(line)) out.push(`${at}: refers to ../shared, outside the repository`);
       if (/\bSTYLE \d/.test(line)) out.push(`${at}: cites a style guide that is not in the repository`);

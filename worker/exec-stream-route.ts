@@ -1,0 +1,144 @@
+/**
+ * Exec in a binary encoding, relayed without the router's streaming machinery: the session
+ * object's frames (objects/exec-frames.ts) become Connect / gRPC-Web envelopes as they arrive,
+ * every ExecUpdate's bytes untouched, and the object's failure frame becomes the stream's error
+ * ending. Connect-es would decode nothing here either (binary passthrough), but it pipes each
+ * message through several async generators; this is the turn's hot path.
+ *
+ * Like the Replay fast path (record-stream-route.ts), it serves only one plain binary envelope
+ * without a deadline header, after rpc-entry.ts authenticated, authorized, rate-limited and
+ * checked the request; anything else goes to the router. The checks before the stream are the
+ * router's own (sessions-service.ts openExec), so both refuse in the same words; a non-Connect
+ * error is INTERNAL with a fault line, as classifyFaults makes it. One `rpc` line, with the
+ * first message's time, as the request log writes it. Tested against the router's answers in
+ * test/node/integration/stream-routes.test.ts.
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import type { HostLimits } from "../objects/config.js";
+import { type Env, FrameDecoder } from "../objects/index.js";
+import { ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { numberViolation } from "../proto/numbers.js";
+import type { HarnessResolver } from "../runtimes/builtin/index.js";
+import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
+import { connectErrorFrom } from "./errors.js";
+import { classifyFault } from "./faults.js";
+import { binaryStreamCall, streamEnd } from "./record-stream-route.js";
+import { logRpc } from "./request-log.js";
+import { EXEC_CUT_SHORT, openExec } from "./sessions-service.js";
+
+/** The Exec answer, or undefined when the router should serve this request. */
+export async function serveBinaryExec(
+  env: Env,
+  harnesses: HarnessResolver,
+  limits: HostLimits,
+  req: Request,
+  body: Uint8Array,
+  caller: Caller,
+): Promise<Response | undefined> {
+  const call = binaryStreamCall(req, body);
+  if (!call) return undefined;
+  let request;
+  try {
+    request = fromBinary(ExecRequestSchema, call.payload);
+  } catch {
+    return undefined;
+  }
+  const started = Date.now();
+  const headers = { "content-type": call.contentType };
+  const fields: LogFields = {};
+  let firstMessageMs: number | undefined;
+  const log = (code: Code | undefined) =>
+    logRpc({
+      requestId: caller.requestId,
+      tenant: caller.tenant,
+      session: fields.session ?? "",
+      operation: "Exec",
+      code,
+      durationMs: Date.now() - started,
+      firstMessageMs,
+    });
+  const fail = (e: unknown) => {
+    const err = classifyFault(e, caller.requestId, "Exec");
+    log(err.code);
+    return new Response(streamEnd(call.ending, err), { status: 200, headers });
+  };
+
+  const bad = numberViolation(ExecRequestSchema, request);
+  if (bad) return fail(new ConnectError(`${bad}; nothing was done`, Code.InvalidArgument));
+  const values = createContextValues();
+  values.set(callerKey, caller);
+  values.set(logFieldsKey, fields);
+  let frames: ReadableStream<Uint8Array>;
+  try {
+    frames = await openExec(env, harnesses, limits, { values } as HandlerContext, request);
+  } catch (e) {
+    return fail(e);
+  }
+
+  const reader = frames.getReader();
+  const decoder = new FrameDecoder();
+  let ended = false;
+  const end = (ctl: ReadableStreamDefaultController<Uint8Array>, e?: ConnectError) => {
+    ended = true;
+    ctl.enqueue(streamEnd(call.ending, e));
+    log(e?.code);
+    ctl.close();
+    void reader.cancel().catch(() => undefined);
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      // Until a chunk yields something to send (a chunk may hold part of a frame only).
+      while (!ended) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch {
+          return end(ctl, new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
+        }
+        if (chunk.done) return end(ctl, decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
+        const out: Uint8Array[] = [];
+        let failure: ConnectError | undefined;
+        for (const f of decoder.push(chunk.value)) {
+          if (f.kind === "failure") {
+            failure = connectErrorFrom(f.failure);
+            break;
+          }
+          out.push(envelope(f.bytes));
+        }
+        if (out.length > 0) {
+          firstMessageMs ??= Date.now() - started;
+          ctl.enqueue(out.length === 1 ? out[0]! : concat(out));
+        }
+        if (failure) return end(ctl, failure);
+        if (out.length > 0) return;
+      }
+    },
+    cancel(reason) {
+      ended = true;
+      log(Code.Canceled);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, { status: 200, headers });
+}
+
+/** One message envelope: flags 0, the length (big-endian), the message. */
+function envelope(message: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + message.length);
+  new DataView(out.buffer).setUint32(1, message.length);
+  out.set(message, 5);
+  return out;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
