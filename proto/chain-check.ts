@@ -7,7 +7,7 @@
  *
  * No crypto is imported here. Tested in test/node/proto/chain-check.test.ts.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "./binary-reader.js";
 import { encodeBinary } from "./binary-writer.js";
 import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
 import { canonicalRecordString } from "./canonical-json.js";
@@ -49,7 +49,7 @@ export class ChainCheck {
     if (r.prevHash !== this._prevHash) return this._fail(r, "prev_hash does not link to the previous record's hash");
     let event: Event;
     try {
-      event = r.event instanceof Uint8Array ? fromBinary(EventSchema, r.event) : r.event;
+      event = r.event instanceof Uint8Array ? decodeBinary(EventSchema, r.event) : r.event;
     } catch {
       return this._fail(r, "stored event does not decode as agentsessions.v1.Event");
     }

@@ -13,7 +13,7 @@
  * first message's time, as the request log writes it. Tested against the router's answers in
  * test/node/integration/stream-routes.test.ts.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { HostLimits } from "../objects/config.js";
 import { type Env, FrameDecoder } from "../objects/index.js";
@@ -40,7 +40,7 @@ export async function serveBinaryExec(
   if (!call) return undefined;
   let request;
   try {
-    request = fromBinary(ExecRequestSchema, call.payload);
+    request = decodeBinary(ExecRequestSchema, call.payload);
   } catch {
     return undefined;
   }

@@ -11,7 +11,8 @@
  * snapshot (`forkClone`). Nothing is visible until the seal, and a seal or registration that fails
  * after the clones exist stops them (`forkRelease`) before the children are discarded.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { SessionSchema, type ForkRequest, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import type { Sha256Hex } from "../proto/blob-ref.js";
@@ -33,7 +34,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
   const source = await parent.forkSource(req.atSeq, requestId);
   if (!source.ok) throw connectErrorFrom(source);
   const { atSeq, statics, states, memory, blobs } = source.value;
-  const inherited = fromBinary(SessionSchema, statics);
+  const inherited = decodeBinary(SessionSchema, statics);
 
   const uids = Array.from({ length: count }, () => mintSessionUid());
   const children = uids.map((uid) => sessionStub(env, tenant, uid));
@@ -94,7 +95,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
     if (!memory) {
       const sealed = (await build(false)) as { session: Uint8Array; row: DirectoryRow }[];
       await directoryStub(env, tenant).upsertMany(sealed.map((s) => s.row));
-      return sealed.map((s) => fromBinary(SessionSchema, s.session));
+      return sealed.map((s) => decodeBinary(SessionSchema, s.session));
     }
     // A memory fork: the children's journals first, then the parent's checkpoint and clones, then the seals.
     await build(undefined);
@@ -103,7 +104,7 @@ export async function forkSession(env: Env, tenant: string, parentUid: string, r
     try {
       const sealed = must(await Promise.all(children.map((c) => c.forkFinish(atSeq, states, true, atMs))));
       await directoryStub(env, tenant).upsertMany(sealed.map((s) => s.row));
-      return sealed.map((s) => fromBinary(SessionSchema, s.session));
+      return sealed.map((s) => decodeBinary(SessionSchema, s.session));
     } catch (e) {
       await parent.forkRelease(uids, requestId).catch(() => undefined);
       throw e;

@@ -12,7 +12,7 @@
  * with decoded messages. Both refuse in the same words; test/node/integration/stream-routes.test.ts
  * compares their answers.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { type Env, sessionStub } from "../objects/index.js";
@@ -68,7 +68,7 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
   const { ending, contentType: ct } = call;
   let request;
   try {
-    request = fromBinary(ReplayRequestSchema, call.payload);
+    request = decodeBinary(ReplayRequestSchema, call.payload);
   } catch {
     return undefined;
   }

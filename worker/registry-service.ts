@@ -14,7 +14,8 @@
  * tested end to end in test/node/integration/registry.test.ts and in process in
  * test/node/registry/registry-service.test.ts.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
@@ -369,7 +370,7 @@ function unknownEnum(values: readonly { number: number }[], n: number, at: strin
 export function registrationFromRecord(r: HarnessRecord): HarnessRegistration {
   let spec: HarnessSpec | undefined;
   try {
-    spec = fromBinary(HarnessSpecSchema, r.spec);
+    spec = decodeBinary(HarnessSpecSchema, r.spec);
   } catch {
     spec = undefined;
   }
@@ -394,7 +395,7 @@ export function registrationFromRecord(r: HarnessRecord): HarnessRegistration {
 export function edgeRegistrationFromRecord(r: HarnessRecord): EdgeRegistration {
   let placement: EdgePlacement | undefined;
   try {
-    placement = r.placement ? fromBinary(EdgePlacementSchema, r.placement) : undefined;
+    placement = r.placement ? decodeBinary(EdgePlacementSchema, r.placement) : undefined;
   } catch {
     placement = undefined;
   }

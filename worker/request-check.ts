@@ -12,7 +12,8 @@
  * Worker cannot send, so a stream would end with no status at all (docs/design.md: clients speak
  * Connect or gRPC-Web). The refusal itself is trailers-only, which gRPC clients do read.
  */
-import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { Code } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import { jsonNumberFormViolation, parseJsonKeepingNumberForms } from "../proto/numbers.js";
@@ -47,7 +48,7 @@ function problemOf(method: DescMethod, f: Framing, headers: Headers, body: Uint8
   const input = method.input.typeName;
   const decodes = (bytes: Uint8Array): string | undefined => {
     try {
-      fromBinary(method.input, bytes);
+      decodeBinary(method.input, bytes);
       return undefined;
     } catch (e) {
       return `the request body is not a valid binary ${input}: ${(e as Error).message}; send a well-formed protobuf message (or use JSON)`;
@@ -149,7 +150,7 @@ function refuseMalformedGet(method: DescMethod, req: Request): Refused | undefin
     bytes = new Uint8Array([...raw].map((c) => c.charCodeAt(0) & 0xff));
   }
   try {
-    fromBinary(method.input, bytes);
+    decodeBinary(method.input, bytes);
     return undefined;
   } catch (e) {
     return refuse(

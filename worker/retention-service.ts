@@ -6,7 +6,7 @@
  */
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { Retention } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { directoryStub, type Env } from "../objects/index.js";
 import { MAX_KEEP_LATEST, MAX_RETENTION_DAYS, type RetentionPolicyRow } from "../objects/directory/retention-store.js";
@@ -38,7 +38,7 @@ export function createRetentionService(env: Env): ServiceImpl<typeof Retention> 
         policy: r.policy ? policyMessage(r.policy) : { project },
         wouldDelete: r.wouldDelete.map((c) => ({
           uid: c.uid,
-          name: fromBinary(SessionSchema, c.session).metadata?.name ?? "",
+          name: decodeBinary(SessionSchema, c.session).metadata?.name ?? "",
           updateTimeMs: BigInt(c.updateMs),
         })),
         truncated: r.truncated,

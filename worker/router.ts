@@ -12,7 +12,7 @@ import { Retention } from "../proto/gen/agentsessions/edge/v1/retention_pb.js";
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { HarnessRegistry } from "../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { HarnessDescriptorSchema } from "../proto/gen/agentsessions/v1/harness_pb.js";
 import { directoryStub, tunnelStub, type Env } from "../objects/index.js";
 import { runtimeToken } from "../objects/config.js";
@@ -58,7 +58,7 @@ export function createRpcHandlers(env: Env, guards: LimitGuards): RpcHandlers {
       }
       if (p?.case !== "tunnel") return { error: "this placement cannot be described here" };
       const r = await tunnelStub(env, tenant, name).describe("", 10_000);
-      if ("descriptor" in r) return { descriptor: fromBinary(HarnessDescriptorSchema, r.descriptor) };
+      if ("descriptor" in r) return { descriptor: decodeBinary(HarnessDescriptorSchema, r.descriptor) };
       return { error: "answered" in r ? `the harness answered Describe with an error: ${r.answered}` : r.error };
     },
   };

@@ -3,7 +3,8 @@
  * tenant, route to the session's Durable Object (or the tenant's Directory) and translate outcomes.
  * No session logic lives here (docs/design.md §2).
  */
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { encodeBinary } from "../proto/binary-writer.js";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { EventSchema, LogRecordSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
@@ -48,14 +49,14 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       noteSession(ctx, uid);
       const r = await sessionStub(env, callerOf(ctx).tenant, uid).get();
       if (!r.ok) throw connectErrorFrom(r);
-      return fromBinary(SessionSchema, r.value);
+      return decodeBinary(SessionSchema, r.value);
     },
 
     async listSessions(req, ctx) {
       const project = req.project || DEFAULT_PROJECT;
       const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
       if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
-      return { sessions: r.sessions.map((b) => fromBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
+      return { sessions: r.sessions.map((b) => decodeBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
     },
 
     async *exec(req, ctx) {
@@ -70,7 +71,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
           for (const f of decoder.push(value)) {
             if (f.kind === "failure") throw connectErrorFrom(f.failure);
             // Binary callers get the object's bytes as they are; JSON needs them decoded.
-            yield binary ? binaryPassthrough(ExecUpdateSchema, f.bytes) : fromBinary(ExecUpdateSchema, f.bytes);
+            yield binary ? binaryPassthrough(ExecUpdateSchema, f.bytes) : decodeBinary(ExecUpdateSchema, f.bytes);
           }
         }
       } finally {
@@ -97,7 +98,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
                 prevHash: rec.prevHash,
                 contentHash: rec.hash,
                 fence: rec.fence,
-                event: fromBinary(EventSchema, rec.event),
+                event: decodeBinary(EventSchema, rec.event),
               });
         }
         if (r.value.length < REPLAY_PAGE) return;
@@ -111,7 +112,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       const tenant = callerOf(ctx).tenant;
       const r = await sessionStub(env, tenant, uid).delete(tenant);
       if (!r.ok) throw connectErrorFrom(r);
-      return fromBinary(SessionSchema, r.value);
+      return decodeBinary(SessionSchema, r.value);
     },
 
     async cancel(req, ctx) {
@@ -119,7 +120,7 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       noteSession(ctx, uid);
       const r = await sessionStub(env, callerOf(ctx).tenant, uid).cancel(req.executionId, req.reason);
       if (!r.ok) throw connectErrorFrom(r);
-      return fromBinary(SessionSchema, r.value);
+      return decodeBinary(SessionSchema, r.value);
     },
 
     async suspend(req, ctx) {
@@ -127,14 +128,14 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       noteSession(ctx, uid);
       const r = await sessionStub(env, callerOf(ctx).tenant, uid).suspend(callerOf(ctx).requestId);
       if (!r.ok) throw connectErrorFrom(r);
-      return fromBinary(SessionSchema, r.value);
+      return decodeBinary(SessionSchema, r.value);
     },
     async resume(req, ctx) {
       const uid = requireUid(req.session, "session");
       noteSession(ctx, uid);
       const r = await sessionStub(env, callerOf(ctx).tenant, uid).resume(callerOf(ctx).requestId);
       if (!r.ok) throw connectErrorFrom(r);
-      return fromBinary(SessionSchema, r.value);
+      return decodeBinary(SessionSchema, r.value);
     },
     async fork(req, ctx) {
       // Validation order and messages follow docs/behaviour.md §4.7: identity first, never echoing it.
@@ -177,8 +178,8 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
       if (!r.ok) throw connectErrorFrom(r);
       const d = r.value.decision;
       return {
-        session: fromBinary(SessionSchema, r.value.session),
-        decision: { seq: d.seq, prevHash: d.prevHash, contentHash: d.hash, fence: d.fence, event: fromBinary(EventSchema, d.event) },
+        session: decodeBinary(SessionSchema, r.value.session),
+        decision: { seq: d.seq, prevHash: d.prevHash, contentHash: d.hash, fence: d.fence, event: decodeBinary(EventSchema, d.event) },
       };
     },
   };
@@ -211,7 +212,7 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
   const uid = mintSessionUid();
   const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, encodeBinary(SessionSchema, statics));
   if (!r.ok) throw connectErrorFrom(r);
-  return fromBinary(SessionSchema, r.value);
+  return decodeBinary(SessionSchema, r.value);
 }
 
 export const EXEC_CUT_SHORT = "the turn's stream was cut short; read the session and Replay";

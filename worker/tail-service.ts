@@ -6,7 +6,7 @@
  * decoded message. When the caller goes away the object's stream is cancelled, which unregisters
  * its follower. Tested against `wrangler dev` in test/node/integration/tail.test.ts.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { type Tail, TailResponseSchema } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { sessionStub, type Env } from "../objects/index.js";
@@ -41,7 +41,7 @@ export function createTailService(env: Env): ServiceImpl<typeof Tail> {
           }
           if (chunk.done) break;
           for (const bytes of envelopes.push(chunk.value)) {
-            yield binary ? binaryPassthrough(TailResponseSchema, bytes) : fromBinary(TailResponseSchema, bytes);
+            yield binary ? binaryPassthrough(TailResponseSchema, bytes) : decodeBinary(TailResponseSchema, bytes);
             if (bytes[0] === 0x22) ended = true;
           }
         }

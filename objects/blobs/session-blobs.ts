@@ -6,7 +6,7 @@
  * a fork hands its children the rows up to the fork seq, and Audit checks each listed blob.
  * Tested in test/node/blobs/session-blobs.test.ts.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { blobRefsOf, mayHoldBlobRefs, type Sha256Hex } from "../../proto/blob-ref.js";
 import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { SqlDb } from "../storage/sql.js";
@@ -40,7 +40,7 @@ export class SessionBlobs {
   note(records: readonly { seq: bigint; event: Uint8Array; decoded?: Event }[]): void {
     for (const r of records) {
       if (!mayHoldBlobRefs(r.event)) continue;
-      const ev = r.decoded ?? fromBinary(EventSchema, r.event);
+      const ev = r.decoded ?? decodeBinary(EventSchema, r.event);
       for (const ref of blobRefsOf(ev)) {
         this._db.query(stmts.note, ref.sha256, ref.bytes, Number(r.seq));
         this._any = true;

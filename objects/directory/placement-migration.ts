@@ -9,7 +9,8 @@
  * spec). The only place the store reads a spec's bytes. Tested in
  * test/node/registry/registry-store.test.ts with rows written the old way.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { specDigest } from "../../proto/canon.js";
 import { EdgePlacementSchema } from "../../proto/gen/agentsessions/edge/v1/placement_pb.js";
@@ -44,8 +45,8 @@ export function splitLegacySpec(spec: Uint8Array): { spec: Uint8Array; placement
   }
   if (!placement) return { spec };
   // Re-encoded, so the bytes equal what a new registration of the same content stores.
-  const s = fromBinary(HarnessSpecSchema, kept.finish());
-  const p = fromBinary(EdgePlacementSchema, placement);
+  const s = decodeBinary(HarnessSpecSchema, kept.finish());
+  const p = decodeBinary(EdgePlacementSchema, placement);
   return { spec: toBinary(HarnessSpecSchema, s), placement: toBinary(EdgePlacementSchema, create(EdgePlacementSchema, p)) };
 }
 
@@ -54,7 +55,7 @@ export function movePlacementsOutOfSpecs(db: SqlDb): void {
   for (const row of rows) {
     const split = splitLegacySpec(row.spec);
     if (!split.placement) continue;
-    const digest = specDigest(fromBinary(HarnessSpecSchema, split.spec)).digest;
+    const digest = specDigest(decodeBinary(HarnessSpecSchema, split.spec)).digest;
     db.query("UPDATE harnesses SET spec = ?, placement = ?, spec_digest = ? WHERE name = ?", split.spec, split.placement, digest, row.name);
   }
 }

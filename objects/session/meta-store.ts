@@ -7,7 +7,8 @@
  * is kept as the binary Session message it was created from, so nothing is lost in a column mapping.
  * Cached in memory after the first read; this object is the only writer.
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { ComputeState, ExecState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { SqlDb } from "../storage/sql.js";
 import type { PendingGate, States } from "./projection.js";
@@ -163,7 +164,7 @@ function metaFromRow(row: MetaRow): SessionMeta {
   return {
     tenant: row.tenant,
     uid: row.uid,
-    statics: fromBinary(SessionSchema, row.session),
+    statics: decodeBinary(SessionSchema, row.session),
     createMs: row.create_ms,
     updateMs: row.update_ms,
     computeState: row.compute_state as ComputeState,

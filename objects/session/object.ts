@@ -7,7 +7,8 @@
  * (outcomes and protobuf bytes), never as thrown errors.
  */
 import { DurableObject } from "cloudflare:workers";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { ExecRequestSchema, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
@@ -78,7 +79,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async create(tenant: string, uid: string, statics: Uint8Array): Promise<Outcome<Uint8Array>> {
-    return sessionBytes(await this._host.create({ tenant, uid, statics: fromBinary(SessionSchema, statics) }));
+    return sessionBytes(await this._host.create({ tenant, uid, statics: decodeBinary(SessionSchema, statics) }));
   }
 
   get(): Outcome<Uint8Array> {
@@ -87,7 +88,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** `requestId` tags this call's log lines, the turn's included (objects/request-context.ts). */
   exec(request: Uint8Array, requestId = ""): Promise<ExecStart> {
-    return withRequestId(requestId, () => this._host.exec(fromBinary(ExecRequestSchema, request)));
+    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request)));
   }
 
   /** The tenant's limiter asks whether a turn it counts still runs (false once this object restarted). */
@@ -97,7 +98,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** An event of a tunnel stream (its bytes), or its end (null, with why); false when nothing reads it. */
   deliver(stream: string, event: Uint8Array | null, closed: string): boolean {
-    return this._host.deliver(stream, event ? { event: fromBinary(EventSchema, event) } : { closed: closed || "closed the stream" });
+    return this._host.deliver(stream, event ? { event: decodeBinary(EventSchema, event) } : { closed: closed || "closed the stream" });
   }
 
   async resume(requestId = ""): Promise<Outcome<Uint8Array>> {
@@ -174,11 +175,11 @@ export class SessionObject extends DurableObject<Env> {
     packs: Uint8Array[],
     seal: { atSeq: bigint; states: States; cloned?: boolean; atMs?: number } | undefined,
   ): Outcome<{ session: Uint8Array; row: DirectoryRow } | true> {
-    return this._host.forkChild({ begin: begin && { ...begin, statics: fromBinary(SessionSchema, begin.statics) }, packs, seal });
+    return this._host.forkChild({ begin: begin && { ...begin, statics: decodeBinary(SessionSchema, begin.statics) }, packs, seal });
   }
 
   forkBegin(tenant: string, uid: string, statics: Uint8Array): Outcome<true> {
-    return this._host.forkBegin(tenant, uid, fromBinary(SessionSchema, statics));
+    return this._host.forkBegin(tenant, uid, decodeBinary(SessionSchema, statics));
   }
 
   forkSeed(records: StoredRecord[]): Outcome<true> {

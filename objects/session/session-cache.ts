@@ -11,7 +11,7 @@
  * it did before this cache existed, so memory stays bounded whatever the session's size.
  * @internal
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { type Event, EventKind, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
@@ -170,7 +170,7 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
   for (let at = 1n; ; ) {
     const page = journal.read(at, 0n, PAGE);
     for (const r of page) {
-      const event = fromBinary(EventSchema, r.event);
+      const event = decodeBinary(EventSchema, r.event);
       if (r.seq !== BigInt(events.length + 1)) contiguous = false;
       events.push({ seq: r.seq, event });
       list.push(event);
@@ -207,7 +207,7 @@ function readRange(journal: Journal, from: bigint, to: bigint): LoggedEvent[] {
   if (to < 0n || (to > 0n && to < from)) return out;
   for (let at = from; ; ) {
     const page = journal.read(at, to, PAGE);
-    for (const r of page) out.push({ seq: r.seq, event: fromBinary(EventSchema, r.event) });
+    for (const r of page) out.push({ seq: r.seq, event: decodeBinary(EventSchema, r.event) });
     if (page.length < PAGE) return out;
     at = page[page.length - 1]!.seq + 1n;
   }

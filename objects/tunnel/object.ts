@@ -8,7 +8,8 @@
  * in-memory state is the Describe calls awaiting an answer, which are always inside an RPC.
  */
 import { DurableObject } from "cloudflare:workers";
-import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { encodeBinary } from "../../proto/binary-writer.js";
 import { numberViolation } from "../../proto/numbers.js";
 import { HarnessMessageSchema, HostMessageSchema } from "../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
@@ -61,7 +62,7 @@ export class HarnessTunnel extends DurableObject<Env> {
     if (typeof data === "string") return this._fatal(ws, a, "text messages are not part of the protocol: send binary protobuf");
     let msg;
     try {
-      msg = fromBinary(HarnessMessageSchema, new Uint8Array(data));
+      msg = decodeBinary(HarnessMessageSchema, new Uint8Array(data));
     } catch {
       return this._fatal(ws, a, "a message that does not decode as agentsessions.edge.v1.HarnessMessage");
     }
@@ -172,7 +173,7 @@ export class HarnessTunnel extends DurableObject<Env> {
   send(stream: string, frame: Uint8Array): boolean {
     const s = this._store.stream(stream);
     if (!s) return false;
-    const msg = create(HostMessageSchema, { message: { case: "frame", value: { stream, frame: fromBinary(ControllerFrameSchema, frame) } } });
+    const msg = create(HostMessageSchema, { message: { case: "frame", value: { stream, frame: decodeBinary(ControllerFrameSchema, frame) } } });
     return this._sendRaw(s.connection, encodeBinary(HostMessageSchema, msg));
   }
 

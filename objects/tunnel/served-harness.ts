@@ -3,7 +3,7 @@
  * registry decides (a tunnel placement is served over the tunnel; its descriptor_id is enforced),
  * else a name a harness has connected under is served over the tunnel unregistered.
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { EdgePlacementSchema } from "../../proto/gen/agentsessions/edge/v1/placement_pb.js";
 import { HarnessSpecSchema } from "../../proto/gen/agentsessions/v1/harness_registry_pb.js";
 import type { StreamInbox } from "../../runtimes/tunnel/inbox.js";
@@ -27,9 +27,9 @@ export async function resolveRemoteHarness(
     const harness = await resolveTunnelHarness(env, name, session, inbox);
     return harness && { harness };
   }
-  const spec = fromBinary(HarnessSpecSchema, reg.spec);
+  const spec = decodeBinary(HarnessSpecSchema, reg.spec);
   // Our placements sit beside the spec (agentsessions.edge.v1.EdgePlacement), not in it.
-  const placement = reg.placement && fromBinary(EdgePlacementSchema, reg.placement).placement;
+  const placement = reg.placement && decodeBinary(EdgePlacementSchema, reg.placement).placement;
   switch (placement?.case) {
     case "tunnel":
       return { harness: tunnelHarness(env, name, session, inbox), registered: true, expectId: spec.descriptorId || undefined };

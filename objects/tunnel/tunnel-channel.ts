@@ -3,7 +3,7 @@
  * HarnessTunnel object that holds the harness's WebSockets, and the resolver that decides whether a
  * name is a tunnel harness here (it has connected at least once, or is connected now).
  */
-import { fromBinary } from "@bufbuild/protobuf";
+import { decodeBinary } from "../../proto/binary-reader.js";
 import { encodeBinary } from "../../proto/binary-writer.js";
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { isHarnessName } from "../../proto/harness-name.js";
@@ -21,7 +21,7 @@ export function tunnelChannel(env: Env, tenant: string, uid: string, name: strin
   return {
     async describe() {
       const r = await stub.describe(uid, DESCRIBE_MS);
-      if ("descriptor" in r) return fromBinary(HarnessDescriptorSchema, r.descriptor);
+      if ("descriptor" in r) return decodeBinary(HarnessDescriptorSchema, r.descriptor);
       return "answered" in r ? { answered: r.answered } : undefined;
     },
     open: (stream) => stub.open(stream, `${tenant}/${uid}`, uid),
