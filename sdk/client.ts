@@ -18,6 +18,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
+import { replayRecords, type ReplayWire } from "./replay-stream.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
 
@@ -135,6 +136,8 @@ export class SessionsClient {
   readonly rawRetention: Client<typeof Retention>;
   /** The Tail service (our extension), on the same transport. @experimental */
   readonly rawTail: Client<typeof Tail>;
+  /** Where a binary Replay is read off the wire (sdk/replay-stream.ts); unset when the client speaks JSON. */
+  private readonly _wire: ReplayWire | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -146,8 +149,11 @@ export class SessionsClient {
       });
     }
     const f = opts.fetch ?? globalThis.fetch;
+    const baseUrl = (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, "");
+    // Called as a plain function: a browser's fetch refuses any other `this`.
+    if (opts.binary ?? true) this._wire = { baseUrl, token: opts.token, fetch: (input, init) => f(input, init) };
     const transport = createConnectTransport({
-      baseUrl: (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, ""),
+      baseUrl,
       useBinaryFormat: opts.binary ?? true,
       useHttpGet: opts.httpGet ?? false,
       interceptors,
@@ -464,7 +470,9 @@ export class SessionsClient {
 
   /** Committed records with from <= seq <= to (to = 0: head), verbatim. */
   replay(session: string, o: { from?: bigint; to?: bigint; signal?: AbortSignal } = {}): AsyncIterable<LogRecord> {
-    return this.raw.replay({ session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n }, { signal: o.signal });
+    const req = { session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n };
+    // Binary: read off the wire with the compiled decoder (sdk/replay-stream.ts); JSON: connect-es.
+    return this._wire ? replayRecords(this._wire, req, o.signal) : this.raw.replay(req, { signal: o.signal });
   }
 }
 
