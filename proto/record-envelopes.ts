@@ -7,6 +7,8 @@
  * Tested against toBinary in test/node/proto/record-envelopes.test.ts.
  */
 
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+
 export interface RecordColumns {
   seq: bigint;
   prevHash: string;
@@ -110,6 +112,15 @@ function varint(b: Uint8Array, at: number, v: bigint): number {
 }
 
 /** A Connect end-of-stream frame: `{}` when the stream ended well, else its error. */
+/** How a stream ends on the wire: Connect's end-stream frame, or gRPC-Web's trailer frame. */
+export type Ending = "connect" | "grpc-web";
+
+/** The end of a stream in the caller's protocol: OK, or the error (its code and message). */
+export function streamEnd(ending: Ending, e?: { code: number; message: string }): Uint8Array {
+  if (ending === "connect") return e ? connectEndFrame({ code: codeToString(e.code), message: e.message }) : connectEndFrame();
+  return e ? grpcWebTrailerFrame(e.code, e.message) : grpcWebTrailerFrame(0);
+}
+
 export function connectEndFrame(error?: { code: string; message: string }): Uint8Array {
   const body = new TextEncoder().encode(JSON.stringify(error ? { error } : {}));
   return frame(0x02, body);

@@ -23,7 +23,7 @@ import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
-import { binaryStreamCall, streamEnd } from "./record-stream-route.js";
+import { binaryStreamCall, streamEndOf } from "./record-stream-route.js";
 import { logRpc } from "./request-log.js";
 import { EXEC_CUT_SHORT, openExec } from "./sessions-service.js";
 
@@ -61,7 +61,7 @@ export async function serveBinaryExec(
   const fail = (e: unknown) => {
     const err = classifyFault(e, caller.requestId, "Exec");
     log(err.code);
-    return new Response(streamEnd(call.ending, err), { status: 200, headers });
+    return new Response(streamEndOf(call.ending, err), { status: 200, headers });
   };
 
   const bad = numberViolation(ExecRequestSchema, request);
@@ -81,7 +81,7 @@ export async function serveBinaryExec(
   let ended = false;
   const end = (ctl: ReadableStreamDefaultController<Uint8Array>, e?: ConnectError) => {
     ended = true;
-    ctl.enqueue(streamEnd(call.ending, e));
+    ctl.enqueue(streamEndOf(call.ending, e));
     log(e?.code);
     ctl.close();
     void reader.cancel().catch(() => undefined);

@@ -1,10 +1,10 @@
 /**
  * Replay in a binary encoding, served as the session object's own byte stream (issue 12: "serve
  * stored records without decoding them ... write many envelopes per chunk"): the object writes
- * every LogRecord straight into Connect / gRPC-Web envelopes, many per chunk
- * (objects/session/record-stream.ts), and the Worker relays the chunks and appends the end of the
- * stream, touching no record. Connect streaming and gRPC-Web share the envelope; only the ending
- * differs (an end-stream frame, a trailer frame).
+ * every LogRecord straight into Connect / gRPC-Web envelopes, many per chunk, and the stream's
+ * ending last (objects/session/record-stream.ts); the Worker hands that stream to the caller as it
+ * is, so workerd pumps it without this isolate touching a chunk. Connect streaming and gRPC-Web
+ * share the envelope; only the ending differs (an end-stream frame, a trailer frame).
  *
  * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
  * the size limit and request-check): anything it does not recognise as a plain binary Replay (JSON,
@@ -14,16 +14,13 @@
  */
 import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { type Env, sessionStub } from "../objects/index.js";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { numberViolation } from "../proto/numbers.js";
-import { connectEndFrame, grpcWebTrailerFrame } from "../proto/record-envelopes.js";
+import { type Ending, streamEnd } from "../proto/record-envelopes.js";
 import { connectErrorFrom } from "./errors.js";
 import { logRpc } from "./request-log.js";
 import { requireUid } from "./sessions-service.js";
-
-export type Ending = "connect" | "grpc-web";
 
 export interface StreamCaller {
   tenant: string;
@@ -56,9 +53,8 @@ export function binaryStreamCall(req: Request, body: Uint8Array): BinaryStreamCa
 }
 
 /** The end of a stream in the caller's protocol: OK, or the error. */
-export function streamEnd(ending: Ending, e?: ConnectError): Uint8Array {
-  if (ending === "connect") return e ? connectEndFrame({ code: codeToString(e.code), message: e.rawMessage }) : connectEndFrame();
-  return e ? grpcWebTrailerFrame(e.code, e.rawMessage) : grpcWebTrailerFrame(0);
+export function streamEndOf(ending: Ending, e?: ConnectError): Uint8Array {
+  return streamEnd(ending, e && { code: e.code, message: e.rawMessage });
 }
 
 /** The Replay answer, or undefined when the router should serve this request. */
@@ -80,7 +76,7 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
     logRpc({ requestId: caller.requestId, tenant: caller.tenant, session, operation: "Replay", code, durationMs: Date.now() - started });
   const fail = (e: ConnectError) => {
     log(e.code);
-    return new Response(streamEnd(ending, e), { status: 200, headers });
+    return new Response(streamEndOf(ending, e), { status: 200, headers });
   };
 
   const bad = numberViolation(ReplayRequestSchema, request);
@@ -90,28 +86,12 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
   } catch (e) {
     return fail(ConnectError.from(e));
   }
-  const r = await sessionStub(env, caller.tenant, session).replay(request.fromSeq, request.toSeq);
+  const r = await sessionStub(env, caller.tenant, session).replay(request.fromSeq, request.toSeq, ending);
   if (!r.ok) return fail(connectErrorFrom(r));
-  // The object's chunks as they come, then the end of the stream: an error ending when the object's
-  // stream broke off (its session erased mid-Replay, say), so the caller never sees a silent cut.
-  const reader = r.value.getReader();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(ctl) {
-      try {
-        const { done, value } = await reader.read();
-        if (!done) return ctl.enqueue(value);
-        ctl.enqueue(streamEnd(ending));
-        log(undefined);
-      } catch {
-        const e = new ConnectError("the journal could not be read to its end: Replay again from the seq after the last record you received", Code.Unavailable);
-        ctl.enqueue(streamEnd(ending, e));
-        log(e.code);
-      }
-      ctl.close();
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(stream, { status: 200, headers });
+  // The object's stream is the whole answer, its ending included (objects/session/record-stream.ts):
+  // workerd pumps it to the caller without this isolate touching a chunk. The line is written as
+  // the answer starts; an object cut off mid-stream leaves the body without its ending, which a
+  // client reads as a broken stream, never as a complete one.
+  log(undefined);
+  return new Response(r.value, { status: 200, headers });
 }

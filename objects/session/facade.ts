@@ -6,6 +6,7 @@
  * sql.js. SQLite is the truth; the only in-memory state is the live turn (the overlap guard, which
  * is global because a Durable Object has exactly one live instance) and caches.
  */
+import type { Ending } from "../../proto/record-envelopes.js";
 import type { Sha256Hex } from "../../proto/blob-ref.js";
 import type { ExecRequest, Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
@@ -97,9 +98,9 @@ export class SessionHost {
   }
 
   /** Records with from <= seq <= to (to = 0: head) as enveloped LogRecords (record-stream.ts). */
-  replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
+  replay(from: bigint, to: bigint, ending: Ending): Outcome<ReadableStream<Uint8Array>> {
     if (!this._s.exists()) return notFound();
-    return success(recordStream(this._s.journal, from, to));
+    return success(recordStream(this._s.journal, from, to, ending));
   }
 
   /**

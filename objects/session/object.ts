@@ -6,6 +6,7 @@
  * and delegates to SessionHost (objects/session/). Results cross the RPC boundary as data
  * (outcomes and protobuf bytes), never as thrown errors.
  */
+import type { Ending } from "../../proto/record-envelopes.js";
 import { DurableObject } from "cloudflare:workers";
 import { toBinary } from "@bufbuild/protobuf";
 import { decodeBinary } from "../../proto/binary-reader.js";
@@ -136,8 +137,8 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Replay's answer as one byte stream of enveloped LogRecords (objects/session/record-stream.ts). */
-  replay(from: bigint, to: bigint): Outcome<ReadableStream<Uint8Array>> {
-    return this._host.replay(from, to);
+  replay(from: bigint, to: bigint, ending: Ending): Outcome<ReadableStream<Uint8Array>> {
+    return this._host.replay(from, to, ending);
   }
 
   /** Tail's answer as one byte stream of enveloped TailResponses (objects/session/followers.ts). */
