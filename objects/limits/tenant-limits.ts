@@ -50,7 +50,8 @@ export interface LimitSettings {
 }
 
 export type Admission = { ok: true } | { ok: false; retryAfterMs: number };
-export type LeaseOutcome = { ok: true } | { ok: false; running: number };
+/** A lease taken (with how many the tenant now runs, this one included), or refused at the limit. */
+export type LeaseOutcome = { ok: true; running: number } | { ok: false; running: number };
 
 /** Asks a session object whether `owner`'s turn still runs there (false when the object restarted). */
 export type IsRunning = (session: string, owner: string) => Promise<boolean>;
@@ -90,11 +91,11 @@ export class TenantLimits {
    */
   async acquire(s: LimitSettings, session: string, owner: string, nowMs: number, isRunning: IsRunning): Promise<LeaseOutcome> {
     this._flushReleased();
-    if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
+    if (this._tryTake(s, session, owner, nowMs)) return { ok: true, running: this.running() };
     await this._reconcile(nowMs, isRunning);
     this._flushReleased();
     // Counted and taken with no await in between: two acquires cannot both pass the last slot.
-    if (this._tryTake(s, session, owner, nowMs)) return { ok: true };
+    if (this._tryTake(s, session, owner, nowMs)) return { ok: true, running: this.running() };
     return { ok: false, running: this.running() };
   }
 

@@ -103,8 +103,17 @@ export interface SessionBlobDeps {
 
 /** Slots in the tenant's count of running executions, held by this object's turns. */
 export interface ExecutionLeases {
-  acquire(tenant: string, uid: string, owner: string): Promise<{ ok: true } | { ok: false; running: number }>;
+  /** Takes a slot; a success says how many the tenant now runs, this one included. */
+  acquire(tenant: string, uid: string, owner: string): Promise<{ ok: true; running?: number } | { ok: false; running: number }>;
   release(tenant: string, uid: string, owner: string): Promise<void>;
+  /** The tenant's limit (MAX_CONCURRENT_EXECS). */
+  limit?: number;
+  /**
+   * How long a slot is kept after its turn, for the session's next turn to reuse without asking
+   * the limiter again (0 or unset: given back at once). Only while the tenant runs at most half its
+   * limit, and given up the moment the limiter asks about it: see SessionState.release.
+   */
+  lingerMs?: number;
 }
 
 /** A harness this session can place, and what its registration (if any) requires of it. */
@@ -142,6 +151,8 @@ export interface LiveTurn {
   finish: () => void;
   /** The owner of the tenant's running-execution slot this operation holds, if it took one. */
   lease?: string;
+  /** Whether that slot may be kept for the session's next turn when this one ends. */
+  linger?: boolean;
 }
 
 export class SessionState {
@@ -166,6 +177,8 @@ export class SessionState {
    */
   private readonly _instance = randomHex(8);
   private _turns = 0;
+  /** A slot kept after its turn (ExecutionLeases.lingerMs), and the timer that gives it back. */
+  private _idleLease: { owner: string; timer: ReturnType<typeof setTimeout> } | undefined;
 
   /** Admission, the live re-check and placement on a runtime backend (placement.ts). */
   readonly placement: Placement;
@@ -247,29 +260,57 @@ export class SessionState {
     return live;
   }
 
-  /** Releases the guard if `live` still holds it, and gives back its execution slot. */
+  /**
+   * Releases the guard if `live` still holds it, and gives back its execution slot: at once, or,
+   * for a slot allowed to linger, after `lingerMs` unless the session's next turn takes it first.
+   * A kept slot still counts against the tenant's limit, so a limit is never exceeded; it is taken
+   * only while the tenant is at most half full, never when the limiter asked about it during the
+   * turn (it then trusts the row for a while), and given up as soon as the limiter, at the limit,
+   * asks whether it is in use (runs()), so it cannot hold a full tenant back.
+   */
   release(live: LiveTurn): void {
     if (this.live === live) this.live = undefined;
     const lease = live.lease;
-    if (lease !== undefined && this.d.leases) {
+    const leases = this.d.leases;
+    if (lease !== undefined && leases) {
       live.lease = undefined;
       const meta = this.meta.load();
       // Not awaited: the turn is over either way, and a slot not given back is reclaimed by the
       // limiter, which asks this object (runs()) before it counts it.
-      if (meta) void this.d.leases.release(meta.tenant, meta.uid, lease).catch(() => undefined);
+      const giveBack = () => {
+        if (meta) void leases.release(meta.tenant, meta.uid, lease).catch(() => undefined);
+      };
+      if (live.linger && !this._idleLease) {
+        const timer = setTimeout(() => {
+          if (this._idleLease?.owner !== lease) return;
+          this._idleLease = undefined;
+          giveBack();
+        }, leases.lingerMs ?? 0);
+        this._idleLease = { owner: lease, timer };
+      } else giveBack();
     }
     live.finish();
   }
 
   /**
-   * Takes a slot in the tenant's count of running executions for the operation holding `live`.
+   * Takes a slot in the tenant's count of running executions for the operation holding `live`:
+   * the slot the session's last turn kept, if any, else one from the limiter.
    * A refusal says how many run; the caller releases the guard and writes nothing.
    */
   async lease(live: LiveTurn): Promise<Outcome<true>> {
-    if (!this.d.leases) return success(true);
+    const leases = this.d.leases;
+    if (!leases) return success(true);
+    const kept = this._idleLease;
+    if (kept) {
+      clearTimeout(kept.timer);
+      this._idleLease = undefined;
+      live.lease = kept.owner;
+      live.linger = true;
+      return success(true);
+    }
     const meta = this.meta.load()!;
     const owner = `${this._instance}.${++this._turns}`;
-    const r = await this.d.leases.acquire(meta.tenant, meta.uid, owner);
+    const r = await leases.acquire(meta.tenant, meta.uid, owner);
     if (!r.ok) {
       return failure(
         "tenant_busy",
@@ -277,12 +318,27 @@ export class SessionState {
       );
     }
     live.lease = owner;
+    const limit = leases.limit ?? 0;
+    live.linger = (leases.lingerMs ?? 0) > 0 && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
     return success(true);
   }
 
-  /** Whether the turn that took the slot `owner` still runs on this instance (the limiter asks). */
+  /**
+   * Whether the turn that took the slot `owner` still runs on this instance (the limiter asks).
+   * A slot kept after its turn is not running: it is given up here, and the limiter drops it.
+   */
   runs(owner: string): boolean {
-    return this.live?.lease === owner;
+    if (this.live?.lease === owner) {
+      // The limiter asks only at the limit, and now trusts this row for a while (it vouched for
+      // it): the slot must go back the moment the turn ends, not linger.
+      this.live.linger = false;
+      return true;
+    }
+    if (this._idleLease?.owner === owner) {
+      clearTimeout(this._idleLease.timer);
+      this._idleLease = undefined;
+    }
+    return false;
   }
 
   models(): ModelInvoker {

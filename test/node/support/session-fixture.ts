@@ -14,7 +14,7 @@ import { createModelInvoker, type ModelInvoker } from "../../../objects/controll
 import type { DirectoryRow } from "../../../objects/directory/directory-store.js";
 import { FrameDecoder } from "../../../objects/exec-frames.js";
 import type { Failure } from "../../../objects/session/outcomes.js";
-import type { SessionState } from "../../../objects/session/state.js";
+import type { ExecutionLeases, SessionState } from "../../../objects/session/state.js";
 import { SessionHost, type ExecStart, type SessionHostDeps } from "../../../objects/session/facade.js";
 import type { Runtime } from "../../../runtimes/runtime-spi.js";
 import type { ToolExecutor } from "../../../objects/controller/tools.js";
@@ -46,6 +46,8 @@ export interface SetupOptions {
   tools?: ToolExecutor;
   /** How long a turn runs before the Directory hears it is running (the host's default without). */
   runningReportMs?: number;
+  /** The tenant's count of running executions (none without: nothing is counted). */
+  leases?: ExecutionLeases;
   approvalTimeoutSeconds?: number;
   /** The runtime the session places on (the built-in one by default). */
   runtime?: Runtime;
@@ -75,6 +77,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     runtime: o.runtime,
     remote: o.remote,
     runningReportMs: o.runningReportMs,
+    leases: o.leases,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
