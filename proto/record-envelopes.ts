@@ -123,16 +123,17 @@ export function streamEnd(ending: Ending, e?: { code: number; message: string })
 
 export function connectEndFrame(error?: { code: string; message: string }): Uint8Array {
   const body = new TextEncoder().encode(JSON.stringify(error ? { error } : {}));
-  return frame(0x02, body);
+  return envelopeFrame(0x02, body);
 }
 
 /** A gRPC-Web trailer frame carrying the status (0 when the stream ended well). */
 export function grpcWebTrailerFrame(code: number, message = ""): Uint8Array {
   const text = `grpc-status: ${code}\r\n${message ? `grpc-message: ${encodeURIComponent(message)}\r\n` : ""}`;
-  return frame(0x80, new TextEncoder().encode(text));
+  return envelopeFrame(0x80, new TextEncoder().encode(text));
 }
 
-function frame(flags: number, payload: Uint8Array): Uint8Array {
+/** One envelope of Connect streaming or gRPC-Web: flags, the payload's length (big-endian), the payload. */
+export function envelopeFrame(flags: number, payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(5 + payload.length);
   out[0] = flags;
   new DataView(out.buffer).setUint32(1, payload.length);

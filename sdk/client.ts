@@ -19,6 +19,7 @@ import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
 import { replayRecords, type ReplayWire } from "./replay-stream.js";
+import { concatBytes } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
 
@@ -422,7 +423,7 @@ export class SessionsClient {
       length += c.data.length;
     }
     if (total >= 0 && length !== total) throw new ConnectError(`blob sha256:${want} arrived with ${length} of its ${total} bytes`, Code.DataLoss);
-    const data = concatBytes(chunks, length);
+    const data = concatBytes(chunks);
     const got = await sha256Bytes(data);
     if (got !== want) throw new ConnectError(`blob sha256:${want} arrived with SHA-256 ${got}: it was changed in storage or on the way`, Code.DataLoss);
     return data;
@@ -474,17 +475,6 @@ export class SessionsClient {
     // Binary: read off the wire with the compiled decoder (sdk/replay-stream.ts); JSON: connect-es.
     return this._wire ? replayRecords(this._wire, req, o.signal) : this.raw.replay(req, { signal: o.signal });
   }
-}
-
-function concatBytes(chunks: readonly Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 /** Lowercase hex SHA-256 with WebCrypto (Node 20, browsers, Workers alike). */

@@ -12,6 +12,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { decodeBinary } from "../proto/binary-reader.js";
+import { concatBytes } from "../proto/bytes.js";
 import { type LogRecord, LogRecordSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 
@@ -55,7 +56,7 @@ export async function* replayRecords(
       }
       if (chunk.done)
         throw new ConnectError("the Replay stream ended without its end frame: Replay again from the seq after the last record received", Code.Unavailable);
-      buf = buf.length === 0 ? chunk.value : concat(buf, chunk.value);
+      buf = buf.length === 0 ? chunk.value : concatBytes([buf, chunk.value]);
       let at = 0;
       while (at + 5 <= buf.length) {
         const flags = buf[at]!;
@@ -102,11 +103,4 @@ async function httpError(res: Response): Promise<ConnectError> {
     `HTTP ${res.status} ${text.slice(0, 200)}`.trim(),
     res.status === 401 ? Code.Unauthenticated : res.status === 403 ? Code.PermissionDenied : Code.Unknown,
   );
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }

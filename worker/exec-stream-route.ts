@@ -18,7 +18,9 @@ import { Code, ConnectError, createContextValues, type HandlerContext } from "@c
 import type { HostLimits } from "../objects/config.js";
 import { type Env, FrameDecoder } from "../objects/index.js";
 import { ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { concatBytes } from "../proto/bytes.js";
 import { numberViolation } from "../proto/numbers.js";
+import { envelopeFrame } from "../proto/record-envelopes.js";
 import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
@@ -104,11 +106,11 @@ export async function serveBinaryExec(
             failure = connectErrorFrom(f.failure);
             break;
           }
-          out.push(envelope(f.bytes));
+          out.push(envelopeFrame(0, f.bytes));
         }
         if (out.length > 0) {
           firstMessageMs ??= Date.now() - started;
-          ctl.enqueue(out.length === 1 ? out[0]! : concat(out));
+          ctl.enqueue(concatBytes(out));
         }
         if (failure) return end(ctl, failure);
         if (out.length > 0) return;
@@ -121,24 +123,4 @@ export async function serveBinaryExec(
     },
   });
   return new Response(stream, { status: 200, headers });
-}
-
-/** One message envelope: flags 0, the length (big-endian), the message. */
-function envelope(message: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + message.length);
-  new DataView(out.buffer).setUint32(1, message.length);
-  out.set(message, 5);
-  return out;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

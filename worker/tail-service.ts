@@ -7,6 +7,7 @@
  * its follower. Tested against `wrangler dev` in test/node/integration/tail.test.ts.
  */
 import { decodeBinary } from "../proto/binary-reader.js";
+import { concatBytes } from "../proto/bytes.js";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { type Tail, TailResponseSchema } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { sessionStub, type Env } from "../objects/index.js";
@@ -63,7 +64,7 @@ class EnvelopeSplitter {
   private _buf = new Uint8Array(0);
 
   push(chunk: Uint8Array): Uint8Array[] {
-    const joined = this._buf.length === 0 ? chunk : concat(this._buf, chunk);
+    const joined = this._buf.length === 0 ? chunk : concatBytes([this._buf, chunk]);
     const out: Uint8Array[] = [];
     let at = 0;
     while (joined.length - at >= 5) {
@@ -79,11 +80,4 @@ class EnvelopeSplitter {
   get drained(): boolean {
     return this._buf.length === 0;
   }
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }

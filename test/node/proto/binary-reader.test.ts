@@ -13,7 +13,7 @@ import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tai
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ControllerFrameSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ExecRequestSchema, ExecUpdateSchema, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
-import { message, rng, type Rng } from "../support/random-messages.js";
+import { message, orRefused, rng, type Rng } from "../support/random-messages.js";
 
 /** A deterministic dump: sorted keys, bytes as hex, bigints as text, `undefined` kept. */
 function dump(v: unknown): string {
@@ -34,14 +34,7 @@ function dump(v: unknown): string {
 }
 
 function both(desc: DescMessage, bytes: Uint8Array): { fast: string; ref: string } {
-  const attempt = (f: () => unknown) => {
-    try {
-      return dump(f());
-    } catch {
-      return "<refused>";
-    }
-  };
-  return { fast: attempt(() => decodeBinary(desc, bytes)), ref: attempt(() => fromBinary(desc, bytes)) };
+  return { fast: orRefused(() => decodeBinary(desc, bytes), dump), ref: orRefused(() => fromBinary(desc, bytes), dump) };
 }
 
 function encode(desc: DescMessage, r: Rng): Uint8Array | undefined {

@@ -13,17 +13,12 @@ import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tai
 import { ControllerFrameSchema, HarnessDescriptorSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ExecRequestSchema, ExecUpdateSchema, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
-import { message, rng } from "../support/random-messages.js";
+import { message, orRefused, rng } from "../support/random-messages.js";
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 
 function both(desc: DescMessage, msg: object): { fast: string; ref: string } {
-  const attempt = (f: () => Uint8Array) => {
-    try {
-      return Buffer.from(f()).toString("hex");
-    } catch {
-      return "<refused>";
-    }
-  };
-  return { fast: attempt(() => encodeBinary(desc, msg as never)), ref: attempt(() => toBinary(desc, msg as never)) };
+  return { fast: orRefused(() => encodeBinary(desc, msg as never), hex), ref: orRefused(() => toBinary(desc, msg as never), hex) };
 }
 
 describe("the compiled binary encoder against toBinary", () => {

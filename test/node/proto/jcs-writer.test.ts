@@ -11,20 +11,13 @@ import { canonicalRecordString, canonicalRecordStringReference, jcs } from "../.
 import { EventSchema, ModelCallSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { canonicalJsonOf } from "../../../proto/jcs-writer.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
-import { message, rng } from "../support/random-messages.js";
+import { message, orRefused, rng } from "../support/random-messages.js";
 
 /** Both ways of writing it: the same text, or both refuse. */
 function both(desc: DescMessage, msg: object): { fast: string; ref: string } {
-  const attempt = (f: () => string) => {
-    try {
-      return f();
-    } catch {
-      return "<refused>";
-    }
-  };
   return {
-    fast: attempt(() => canonicalJsonOf(desc, msg)),
-    ref: attempt(() => jcs(toJson(desc, msg as never, { useProtoFieldName: true }))),
+    fast: orRefused(() => canonicalJsonOf(desc, msg)),
+    ref: orRefused(() => jcs(toJson(desc, msg as never, { useProtoFieldName: true }))),
   };
 }
 
@@ -64,20 +57,8 @@ describe("the JCS writer against toJson + canonicalize", () => {
       }
       const prev = r.chance(0.5) ? "" : "ab".repeat(32);
       const seq = BigInt(1 + r.int(100000));
-      const fast = (() => {
-        try {
-          return canonicalRecordString(ev, prev, seq);
-        } catch {
-          return "<refused>";
-        }
-      })();
-      const ref = (() => {
-        try {
-          return canonicalRecordStringReference(ev, prev, seq);
-        } catch {
-          return "<refused>";
-        }
-      })();
+      const fast = orRefused(() => canonicalRecordString(ev, prev, seq));
+      const ref = orRefused(() => canonicalRecordStringReference(ev, prev, seq));
       expect(fast, `case ${i}`).toBe(ref);
       compared++;
     }

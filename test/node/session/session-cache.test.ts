@@ -13,19 +13,8 @@ import { SessionCache } from "../../../objects/session/session-cache.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
+import { rng } from "../support/random-messages.js";
 import { compactionMarker, compactionOf } from "../../../runtimes/compaction.js";
-
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { int: (n: number) => Math.floor(next() * n), chance: (p: number) => next() < p };
-}
 
 const ev = (executionId: string, kind: EventKind, body: { case: string | undefined; value?: unknown } = { case: undefined }): Event =>
   create(EventSchema, { executionId, kind, body: body as never });

@@ -162,3 +162,12 @@ function fieldValue(r: Rng, f: DescField, depth: number): unknown {
   }
   return single(r, f, depth);
 }
+
+/** What `f` gives, as `show` writes it, or "<refused>" when it throws: how a fast path is compared with its reference. */
+export function orRefused<T>(f: () => T, show: (v: T) => string = String): string {
+  try {
+    return show(f());
+  } catch {
+    return "<refused>";
+  }
+}
