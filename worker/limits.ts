@@ -7,23 +7,28 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import { limiterStub, type Env, type LimitSettings } from "../objects/index.js";
+import { RateTokens } from "./rate-tokens.js";
 
 export interface LimitGuards {
   readonly limits: HostLimits;
-  /** Takes one of the tenant's request tokens; the refusal's message when it is over its rate. */
+  /**
+   * Spends one of the tenant's request tokens, taken from its limiter a few at a time
+   * (worker/rate-tokens.ts); the refusal's message when it is over its rate.
+   */
   admitRate(tenant: string): Promise<string | undefined>;
 }
 
 export function createLimitGuards(env: Env): LimitGuards {
   const limits = hostLimits(env);
   const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
+  const tokens = new RateTokens((tenant, want) => limiterStub(env, tenant).admit(settings, want), settings.ratePerSecond);
   return {
     limits,
     async admitRate(tenant) {
       if (settings.ratePerSecond <= 0) return undefined;
-      const r = await limiterStub(env, tenant).admit(settings);
-      if (r.ok) return undefined;
-      return `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(r.retryAfterMs / 1000))} s`;
+      const retryAfterMs = await tokens.admit(tenant);
+      if (retryAfterMs === undefined) return undefined;
+      return `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(retryAfterMs / 1000))} s`;
     },
   };
 }

@@ -16,8 +16,9 @@ export class TenantLimiter extends DurableObject<Env> {
     this._limits = new TenantLimits(sqlDbFromStorage(ctx.storage));
   }
 
-  admit(s: LimitSettings): Admission {
-    return this._limits.admit(s, Date.now());
+  /** Takes up to `want` of the tenant's request tokens (worker/rate-tokens.ts). */
+  admit(s: LimitSettings, want = 1): Admission {
+    return this._limits.admit(s, Date.now(), want);
   }
 
   /** Counts `session` of `tenant` as running a turn of `owner` (a session object's instance and turn). */

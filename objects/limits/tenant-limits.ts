@@ -49,7 +49,8 @@ export interface LimitSettings {
   maxConcurrent: number;
 }
 
-export type Admission = { ok: true } | { ok: false; retryAfterMs: number };
+/** Tokens taken (at least one, at most the number asked for), or how long until the next one. */
+export type Admission = { ok: true; granted: number } | { ok: false; retryAfterMs: number };
 /** A lease taken (with how many the tenant now runs, this one included), or refused at the limit. */
 export type LeaseOutcome = { ok: true; running: number } | { ok: false; running: number };
 
@@ -71,15 +72,19 @@ export class TenantLimits {
     migrate(_db, MIGRATIONS, "limits");
   }
 
-  /** Takes one request token, or says how long until the next one. */
-  admit(s: LimitSettings, nowMs: number): Admission {
-    if (s.ratePerSecond <= 0) return { ok: true };
+  /**
+   * Takes up to `want` request tokens (as many as the bucket holds, at least one), or says how long
+   * until the next one. A Worker isolate takes several ahead of use (worker/rate-tokens.ts).
+   */
+  admit(s: LimitSettings, nowMs: number, want = 1): Admission {
+    if (s.ratePerSecond <= 0) return { ok: true, granted: want };
     if (this._tokens < 0) this._tokens = s.burst;
     this._tokens = Math.min(s.burst, this._tokens + ((nowMs - this._lastMs) / 1000) * s.ratePerSecond);
     this._lastMs = nowMs;
     if (this._tokens >= 1) {
-      this._tokens -= 1;
-      return { ok: true };
+      const granted = Math.max(1, Math.min(Math.floor(want), Math.floor(this._tokens)));
+      this._tokens -= granted;
+      return { ok: true, granted };
     }
     return { ok: false, retryAfterMs: Math.ceil(((1 - this._tokens) / s.ratePerSecond) * 1000) };
   }

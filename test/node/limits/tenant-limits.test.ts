@@ -20,6 +20,15 @@ describe("TenantLimits", () => {
     expect([1, 2, 3, 4].map(() => l.admit(settings, later).ok)).toEqual([true, true, true, false]);
   });
 
+  it("admit: several tokens at once are as many as the bucket holds, never more, at least one", () => {
+    const l = new TenantLimits(createTestDb());
+    const at = 2_000_000;
+    expect(l.admit(settings, at, 2)).toEqual({ ok: true, granted: 2 });
+    expect(l.admit(settings, at, 5)).toEqual({ ok: true, granted: 1 });
+    expect(l.admit(settings, at, 5)).toEqual({ ok: false, retryAfterMs: 100 });
+    expect(l.admit(settings, at + 250, 5)).toEqual({ ok: true, granted: 2 });
+  });
+
   it("admit: rate 0 is off", () => {
     const l = new TenantLimits(createTestDb());
     for (let i = 0; i < 100; i++) expect(l.admit({ ...settings, ratePerSecond: 0 }, 5).ok).toBe(true);
