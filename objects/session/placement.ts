@@ -32,14 +32,29 @@ export interface PlacementLine {
 }
 
 export class Placement {
+  /**
+   * The built-in harness and descriptor id this object last admitted. Admitting the same again
+   * (the next turn of a session) asked nothing outside the isolate and decided nothing new, so it
+   * writes no line (docs/observability.md); any other decision does, and forgets it. A harness
+   * described over the network (a tunnel, a runtime backend) logs every admission: its Describe
+   * took time worth seeing.
+   */
+  private _admitted = "";
+
   constructor(private readonly _s: SessionState) {}
 
   /** Admission (docs/behaviour.md §6.1): describe within the bound, then CanPlace. Writes nothing. */
   async admit(name: string): Promise<Outcome<DescribedHarness & { served: ServedHarness }>> {
     const startedMs = this._s.d.now();
-    const line = (decision: PlacementLine["decision"], runtime: Runtime | undefined, harnessId?: string) =>
+    let builtin = false;
+    const line = (decision: PlacementLine["decision"], runtime: Runtime | undefined, harnessId?: string) => {
+      const again = builtin && decision === "admitted" ? `${name}\0${harnessId}` : "";
+      if (again && again === this._admitted) return;
+      this._admitted = again;
       this.log({ op: "admit", decision, harness: name, harnessId, runtime: (runtime ?? this._s.runtime).name, startedMs });
+    };
     const served = await this._s.served(name);
+    builtin = served !== undefined && !served.runtime && this._s.harnesses.get(name) === served.harness;
     if (!served) {
       line("unknown", undefined);
       return failure("unknown_harness", `harness "${name}" is not served here`);

@@ -206,6 +206,21 @@ describe("SessionHost", () => {
     expect(JSON.stringify(l2)).not.toMatch(/fence/i);
   });
 
+  it("placement logs: admitting the same built-in harness again writes no line; any other decision does, and the next admission after it too", async () => {
+    const memory: Harness = { describe: () => descriptor("counter", Resumability.REQUIRES_MEMORY_SNAPSHOT), run: async () => {} };
+    const { host, logs } = setup({ memory });
+    await createSession(host, "echo");
+    const turn = async (harness?: string) => {
+      await drain(host.exec(execReq({ inputs: [userText("x")], harness })));
+      return logs.filter((l) => l.msg === "placement").map((l) => `${l.harness}:${l.decision}`);
+    };
+    expect(await turn()).toEqual(["echo:admitted"]);
+    expect(await turn()).toEqual(["echo:admitted"]);
+    expect(await turn("memory")).toEqual(["echo:admitted", "memory:refused"]);
+    expect(await turn()).toEqual(["echo:admitted", "memory:refused", "echo:admitted"]);
+    expect(await turn()).toEqual(["echo:admitted", "memory:refused", "echo:admitted"]);
+  });
+
   it("exec: a sink kept after Run returns is sealed and writes nothing", async () => {
     let kept: EventSink | undefined;
     const leaky: Harness = {
