@@ -53,7 +53,6 @@ const stmts = {
   head: "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
   fence: "SELECT value FROM fence WHERE id = 1",
   setFence: "INSERT INTO fence (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
-  insert: "INSERT INTO events (seq, hash, fence, event) VALUES (?, ?, ?, ?)",
   range: "SELECT seq, hash, fence, event FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
 } as const;
 
@@ -107,7 +106,7 @@ export type AppendResult =
   | { ok: false; reason: "too_large"; index: number; bytes: number; limit: number }
   | { ok: false; reason: "invalid_event"; index: number; detail: string };
 
-/** Rows per INSERT when seeding: four parameters each, at most 100 per statement. */
+/** Rows per INSERT (appends and seeding): four parameters each, at most 100 per statement. */
 const SEED_ROWS = 25;
 const insertStatements = new Map<number, string>();
 
@@ -237,10 +236,16 @@ export class Journal {
         const records: AppendedRecord[] = [];
         prev = head.hash;
         let seq = head.seq;
+        // One statement per SEED_ROWS records: a turn's records commit in one or two.
+        let params: (number | Uint8Array)[] = [];
         for (let i = 0; i < events.length; i++) {
           const p = events[i]!;
           seq += 1n;
-          this._db.query(stmts.insert, Number(seq), digests[i]!, Number(fence), p.bytes);
+          params.push(Number(seq), digests[i]!, Number(fence), p.bytes);
+          if (params.length === SEED_ROWS * 4 || i === events.length - 1) {
+            this._db.query(insertRows(params.length / 4), ...params);
+            params = [];
+          }
           records.push({ seq, prevHash: prev, hash: hashes[i]!, fence, event: p.bytes, decoded: p.decoded });
           prev = hashes[i]!;
         }

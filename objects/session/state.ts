@@ -176,6 +176,7 @@ export class SessionState {
    * one, so the limiter can tell a lease of a turn that died with the old instance (objects/limits).
    */
   private readonly _instance = randomHex(8);
+  private _initialized = false;
   private _turns = 0;
   /** A slot kept after its turn (ExecutionLeases.lingerMs), and the timer that gives it back. */
   private _idleLease: { owner: string; timer: ReturnType<typeof setTimeout> } | undefined;
@@ -197,11 +198,15 @@ export class SessionState {
   }
 
   exists(): boolean {
-    return isSessionInitialized(this.d.db) && this.meta.load() !== undefined;
+    // Once the schema is there it stays until an erase (forget), so it is looked up once, not on
+    // every call.
+    this._initialized ||= isSessionInitialized(this.d.db);
+    return this._initialized && this.meta.load() !== undefined;
   }
 
   /** Call after the storage was replaced underneath (erase): nothing cached survives. */
   forget(): void {
+    this._initialized = false;
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
     this.cache.reset();

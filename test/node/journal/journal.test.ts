@@ -41,6 +41,22 @@ describe("Journal", () => {
     expect(journal.head()).toEqual({ seq: 3n, hash: r.records[2]!.hash });
   });
 
+  it("append: a batch of any size (one INSERT per 25 rows) stores what appending one by one stores", () => {
+    const batched = newJournal();
+    const single = newJournal();
+    const events = Array.from({ length: 61 }, (_, i) => output(`m${i}`));
+    for (const n of [1, 25, 26, 9]) {
+      const at = Number(batched.journal.head().seq);
+      const r = batched.journal.append(events.slice(at, at + n), { fence: 0n });
+      expect(r.ok && r.records.length).toBe(n);
+    }
+    for (const e of events) expect(single.journal.append([e], { fence: 0n }).ok).toBe(true);
+    const rows = (j: ReturnType<typeof newJournal>) => j.db.query("SELECT seq, hash, fence, event FROM events ORDER BY seq");
+    expect(rows(batched)).toHaveLength(61);
+    expect(rows(batched)).toEqual(rows(single));
+    expect(batched.journal.verify().ok).toBe(true);
+  });
+
   it("append: unknown fields at any depth are not stored, hashed or served, and the caller's event is untouched", () => {
     const { journal } = newJournal();
     const ev = output("hi");
