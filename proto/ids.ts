@@ -38,9 +38,22 @@ export function parseTenantId(s: string): TenantId | undefined {
 
 export const DEFAULT_TENANT = "default" as TenantId;
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+/** Random bytes drawn from the platform's CSPRNG a page at a time; each byte is handed out once. */
+const POOL_BYTES = 4096;
+let pool = new Uint8Array(0);
+let used = 0;
+
+/** `bytes` random bytes as lowercase hex (request ids, execution ids, tokens). */
 export function randomHex(bytes: number): string {
-  const b = crypto.getRandomValues(new Uint8Array(bytes));
+  if (bytes > POOL_BYTES) throw new RangeError(`randomHex draws at most ${POOL_BYTES} bytes, not ${bytes}`);
+  if (used + bytes > pool.length) {
+    pool = crypto.getRandomValues(new Uint8Array(POOL_BYTES));
+    used = 0;
+  }
   let s = "";
-  for (const x of b) s += x.toString(16).padStart(2, "0");
+  for (let i = used; i < used + bytes; i++) s += HEX[pool[i]!];
+  pool.fill(0, used, used + bytes);
+  used += bytes;
   return s;
 }
