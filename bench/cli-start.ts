@@ -1,15 +1,16 @@
 /**
  * `npm run bench:cli`: how long one `agentctl --version` takes, compiled (the installed package's
- * bin, packages/sdk/dist, built first with `npm run build`) against the same CLI from source
+ * bin, packages/sdk/dist/cli/agentctl.js, built first with `npm run build`) against the same CLI from source
  * through tsx (cli/bin/agentctl.js) and through `npx agentctl`. Prints medians; asserts nothing.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { CLI_BUNDLE } from "../scripts/build-cli.js";
 import { ROOT } from "../scripts/dev-server.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
-const COMPILED = join(ROOT, "packages/sdk/dist/cli/entry.js");
+const COMPILED = CLI_BUNDLE;
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -27,7 +28,7 @@ function time(cmd: string, args: string[]): number {
   return median(runs);
 }
 
-if (!existsSync(COMPILED)) throw new Error("run `npm run build` first: packages/sdk/dist/cli/entry.js is missing");
+if (!existsSync(COMPILED)) throw new Error("run `npm run build` first: packages/sdk/dist/cli/agentctl.js is missing");
 const compiled = time(process.execPath, [COMPILED, "--version"]);
 const source = time(process.execPath, [join(ROOT, "cli/bin/agentctl.js"), "--version"]);
 const npx = time("npx", ["agentctl", "--version"]);

@@ -22,6 +22,7 @@ import { execFile } from "node:child_process";
 import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { buildCli, CLI_BUNDLE } from "../scripts/build-cli.js";
 import { ROOT } from "../scripts/dev-server.js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
@@ -112,7 +113,8 @@ const rows: Record<string, Row> = {
     }
     // The CLI as a user installs it: the SDK package's compiled bin (built here, so it is current).
     await promisify(execFile)(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(ROOT, "packages/sdk/tsconfig.json")], { cwd: ROOT });
-    const bin = join(ROOT, "packages/sdk/dist/cli/entry.js");
+    await buildCli();
+    const bin = CLI_BUNDLE;
     const cli = () => promisify(execFile)(process.execPath, [bin, "--server", _u, "verify", "--session", uid!], { cwd: ROOT });
     const start = () => promisify(execFile)(process.execPath, [bin, "--version"], { cwd: ROOT });
     const t = await interleaved(Math.max(3, Math.floor(ROUNDS / 2)), { rpc: () => c.verify(uid!), cli, start });

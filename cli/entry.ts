@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// agentctl's compiled entry: the bin of the published package (packages/sdk), built by
-// `npm run build` into packages/sdk/dist/cli/entry.js. Plain JavaScript at run time, so it starts
-// in a fraction of a second; cli/bin/agentctl.js is the same CLI run from source through tsx.
+// agentctl's entry: `npm run build` compiles it into packages/sdk/dist/cli/entry.js and bundles it
+// with everything it imports into packages/sdk/dist/cli/agentctl.js (scripts/build-cli.ts), the
+// published package's bin, which starts in about 0.1 s; cli/bin/agentctl.js is the same CLI run
+// from source through tsx.
 import { main } from "./main.js";
 
 await main();

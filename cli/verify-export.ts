@@ -9,7 +9,6 @@ import { readFileSync } from "node:fs";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
-import initSqlJs from "sql.js";
 import { blobRefsOf, type BlobReference } from "../proto/blob-ref.js";
 import { EventSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import type { ContentHash } from "../proto/canon.js";
@@ -27,7 +26,8 @@ interface Row {
 
 export async function verifyExport(ctx: CommandContext, file: string): Promise<number> {
   if (!existsSync(file)) throw new Error(`${file} does not exist: pass the SQLite file agentctl export wrote`);
-  const SQL = await initSqlJs();
+  // Loaded here, not at start: sql.js is large and only export and offline verify use it.
+  const SQL = await (await import("sql.js")).default();
   const db = new SQL.Database(readFileSync(file));
   const rows: Row[] = [];
   try {

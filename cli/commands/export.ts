@@ -9,7 +9,6 @@
 import { writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
-import initSqlJs from "sql.js";
 import { EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { blobRefsOf, type BlobReference } from "../../proto/blob-ref.js";
 import { sessionArg, UsageError } from "../args.js";
@@ -45,7 +44,8 @@ export const exportCommand: Command = {
     // Checked before fetching so a long journal is not read for nothing; `wx` below closes the race.
     if (!force && existsSync(out)) throw new Error(`${out} exists: pass --force to overwrite it`);
 
-    const SQL = await initSqlJs();
+    // Loaded here, not at start: sql.js is large and only export and offline verify use it.
+    const SQL = await (await import("sql.js")).default();
     const db = new SQL.Database();
     let n = 0;
     const refs = new Map<string, BlobReference>();

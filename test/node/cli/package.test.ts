@@ -1,5 +1,6 @@
 /**
- * The published package (packages/sdk), as a user gets it: built (`npm run build`'s tsc), packed
+ * The published package (packages/sdk), as a user gets it: built (`npm run build`: tsc, then the
+ * bundled bin, scripts/build-cli.ts), packed
  * with `npm pack`, installed globally into a temp prefix (`npm i -g --prefix`, its dependencies
  * from the npm cache) and into a temp project. From a folder outside the clone, the installed
  * `agentctl` prints its version and runs a turn against a test server, and the README's client
@@ -11,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { buildCli } from "../../../scripts/build-cli.js";
 import { ROOT } from "../../../scripts/dev-server.js";
 
 const run = promisify(execFile);
@@ -27,6 +29,7 @@ const npm = (args: string[], cwd: string) =>
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "agentctl-package-"));
   await run(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(PKG, "tsconfig.json")], { cwd: ROOT, timeout: 180_000 });
+  await buildCli();
   await npm(["pack", "--pack-destination", scratch], PKG);
   tarball = join(scratch, readdirSync(scratch).find((f) => f.endsWith(".tgz"))!);
   prefix = join(scratch, "prefix");
