@@ -60,6 +60,7 @@ export class RateTokens {
 
   private async _refill(tenant: string, last: Grant | undefined): Promise<number | undefined> {
     const startedMs = this._now();
+    if (this._grants.size >= SWEEP_AT) this._sweep(startedMs);
     const size = nextSize(last, startedMs, maxGrant(this._ratePerSecond));
     const asked = this._take(tenant, size);
     this._inFlight.set(tenant, asked);
@@ -77,7 +78,19 @@ export class RateTokens {
       this._inFlight.delete(tenant);
     }
   }
+
+  private _sweep(nowMs: number): void {
+    for (const [tenant, g] of this._grants) if (nowMs >= g.untilMs) this._grants.delete(tenant);
+  }
+
+  /** Tenants with a grant in memory (for tests). */
+  get tenants(): number {
+    return this._grants.size;
+  }
 }
+
+/** One entry per tenant seen: past this many, the expired ones are dropped (they would start at one token again). */
+const SWEEP_AT = 1_024;
 
 /** Doubles after a grant used up while fresh, halves after one that expired with tokens left. */
 function nextSize(last: Grant | undefined, nowMs: number, most: number): number {

@@ -100,4 +100,16 @@ describe("RateTokens", () => {
     await tokens.admit("other");
     expect(l.calls.at(-1)).toBe(1);
   });
+
+  it("an isolate serving many tenants keeps only the grants still fresh", async () => {
+    const clock = { ms: 0 };
+    const s: LimitSettings = { ratePerSecond: 1_000, burst: 10_000, maxConcurrent: 0 };
+    const l = limiter(s, clock);
+    const tokens = new RateTokens(l.take, s.ratePerSecond, () => clock.ms);
+    for (let i = 0; i < 1_500; i++) await tokens.admit(`t${i}`);
+    expect(tokens.tenants).toBe(1_500);
+    clock.ms += GRANT_LIFE_MS;
+    for (let i = 0; i < 10; i++) await tokens.admit(`fresh${i}`);
+    expect(tokens.tenants).toBe(10);
+  });
 });
