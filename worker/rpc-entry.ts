@@ -71,11 +71,12 @@ export async function serveRpcRequest(
   const tooLarge = `the request body is over the limit of ${max} bytes (MAX_REQUEST_BYTES): send less per call (split inputs across turns; send large content by URI)`;
   const declared = Number(req.headers.get("content-length") ?? Number.NaN);
   if (declared > max) return refuse(Code.ResourceExhausted, tooLarge);
-  const body = await readAtMost(req, max);
+  const body = await readAtMost(req, max, declared);
   if (body === undefined) return refuse(Code.ResourceExhausted, tooLarge);
 
-  const request = withBody(req, body);
-  const malformed = refuseMalformed(method, request, body);
+  // The checks and the fast paths read only the method, URL and headers; the router gets a request
+  // with the body again.
+  const malformed = refuseMalformed(method, req, body);
   if (malformed) {
     logRpc({ requestId, tenant, session: "", operation: method.name, code: malformed.code, durationMs: Date.now() - started });
     return malformed.response;
@@ -83,7 +84,7 @@ export async function serveRpcRequest(
   // A binary Replay is relayed as the session object's own byte stream (record-stream-route.ts),
   // a binary Exec as the object's frames in envelopes (exec-stream-route.ts).
   if (method === REPLAY) {
-    const fast = await serveBinaryReplay(env, request, body, { tenant: p.tenant, requestId });
+    const fast = await serveBinaryReplay(env, req, body, { tenant: p.tenant, requestId });
     if (fast) return fast;
   }
   if (method === EXEC) {
@@ -93,7 +94,7 @@ export async function serveRpcRequest(
   }
   const values: ContextValues = createContextValues();
   values.set(callerKey, { tenant: p.tenant, requestId, principal: p });
-  return serveRpc(handler, request, values);
+  return serveRpc(handler, withBody(req, body), values);
 }
 
 /** Gives up a body this request will not read (see the header); a no-op once it was read. */
@@ -105,8 +106,10 @@ export async function discardBody(req: Request, max: number): Promise<void> {
 }
 
 /** The whole body, or undefined as soon as it passes `max` bytes (the rest is cancelled unread). */
-async function readAtMost(req: Request, max: number): Promise<Uint8Array | undefined> {
+async function readAtMost(req: Request, max: number, declared: number): Promise<Uint8Array | undefined> {
   if (!req.body) return new Uint8Array(0);
+  // A declared length (already checked against max) is what HTTP framing delivers: read it at once.
+  if (Number.isInteger(declared) && declared >= 0 && declared <= max) return new Uint8Array(await req.arrayBuffer());
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
