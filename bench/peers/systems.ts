@@ -200,6 +200,9 @@ function assistantMessage(id: string, text: string): UiMessage {
  * history is built by sending it in one request (the agent stores the messages it has not seen),
  * which is also a turn.
  */
+/** How long one peer turn may take before the run fails (turns take milliseconds). */
+const PEER_TURN_TIMEOUT_MS = 60_000;
+
 export function aiChat(worker: PeersWorker): System {
   const wsBase = worker.url.replace(/^http/, "ws");
   const group = worker.child.pid!;
@@ -247,7 +250,16 @@ export function aiChat(worker: PeersWorker): System {
         const turn = { messageId: "", text: "", ok: () => {}, fail: (_e: Error) => {} };
         const t = performance.now();
         await new Promise<void>((ok, fail) => {
-          Object.assign(turn, { ok, fail });
+          // A stalled agent must fail the run, not hang it (one run waited forever on 8 of its turns).
+          const stalled = setTimeout(() => {
+            pending.delete(id);
+            fail(new Error(`aichat: no done frame within ${PEER_TURN_TIMEOUT_MS / 1000} s for request ${id}: the agent stalled; run the bench again`));
+          }, PEER_TURN_TIMEOUT_MS);
+          const settle = (f: () => void) => () => {
+            clearTimeout(stalled);
+            f();
+          };
+          Object.assign(turn, { ok: settle(ok), fail: (e: Error) => settle(() => fail(e))() });
           pending.set(id, turn);
           ws.send(JSON.stringify({ type: "cf_agent_use_chat_request", id, init: { method: "POST", body } }));
         });
@@ -287,7 +299,9 @@ export function bareDo(worker: PeersWorker): System {
     async open(name) {
       const url = `${worker.url}/agents/bare-agent/${encodeURIComponent(name)}`;
       const post = async (u: string, body: string): Promise<string> => {
-        const r = await fetch(u, { method: "POST", body });
+        const r = await fetch(u, { method: "POST", body, signal: AbortSignal.timeout(PEER_TURN_TIMEOUT_MS) }).catch((e: Error) => {
+          throw new Error(`bare_do: no answer within ${PEER_TURN_TIMEOUT_MS / 1000} s (${e.name}): the agent stalled; run the bench again`);
+        });
         const text = await r.text();
         if (!r.ok) throw new Error(`bare_do: HTTP ${r.status}: ${text.slice(0, 200)}`);
         return text;
