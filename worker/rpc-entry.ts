@@ -34,6 +34,7 @@ import { serveBinaryExec } from "./exec-stream-route.js";
 import { hostConfig } from "../objects/config.js";
 import { type HarnessResolver, servedBuiltins } from "../runtimes/builtin/index.js";
 import { serveRpc } from "./router.js";
+import { concatBytes } from "../proto/bytes.js";
 
 const REPLAY = Sessions.method.replay;
 const EXEC = Sessions.method.exec;
@@ -123,13 +124,7 @@ async function readAtMost(req: Request, max: number, declared: number): Promise<
     }
     chunks.push(value);
   }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    body.set(c, at);
-    at += c.byteLength;
-  }
-  return body;
+  return chunks.length === 0 ? new Uint8Array(0) : concatBytes(chunks);
 }
 
 /** The request with its body already read, for the router to read again. */

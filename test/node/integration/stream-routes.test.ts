@@ -12,6 +12,7 @@ import { ExecRequestSchema, ExecUpdateSchema, ReplayRequestSchema } from "../../
 import { userText } from "../../../proto/messages.js";
 import { ChainVerifier } from "../../../proto/verify.js";
 import { type Host, startHost } from "../support/host.js";
+import { envelopeFrame } from "../../../proto/record-envelopes.js";
 
 let host: Host;
 beforeAll(async () => {
@@ -24,14 +25,6 @@ afterAll(async () => {
 interface Frame {
   flags: number;
   data: Uint8Array;
-}
-
-function envelope(flags: number, data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + data.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.length);
-  out.set(data, 5);
-  return out;
 }
 
 function frames(body: Uint8Array): Frame[] {
@@ -79,9 +72,9 @@ describe("binary fast paths against the router", () => {
   it("exec: a binary turn (fast path) and a JSON turn (router) stream the same updates and both end OK", async () => {
     const a = (await host.client.create({ name: "fast" })).metadata!.uid;
     const b = (await host.client.create({ name: "router" })).metadata!.uid;
-    const fast = await call("Exec", "application/connect+proto", envelope(0, toBinary(ExecRequestSchema, execBody(a, "hello"))));
+    const fast = await call("Exec", "application/connect+proto", envelopeFrame(0, toBinary(ExecRequestSchema, execBody(a, "hello"))));
     const json = JSON.stringify(toJson(ExecRequestSchema, execBody(b, "hello")));
-    const routed = await call("Exec", "application/connect+json", envelope(0, new TextEncoder().encode(json)));
+    const routed = await call("Exec", "application/connect+json", envelopeFrame(0, new TextEncoder().encode(json)));
     expect(fast.status).toBe(200);
     expect(routed.status).toBe(200);
     const f = connectStream(fast, false);
@@ -118,9 +111,9 @@ describe("binary fast paths against the router", () => {
       { name: "negative cursor", req: execBody(uid, "x", { expectedLastSeq: -3n }) },
     ];
     for (const c of cases) {
-      const fast = connectStream(await call("Exec", "application/connect+proto", envelope(0, toBinary(ExecRequestSchema, c.req))), false);
+      const fast = connectStream(await call("Exec", "application/connect+proto", envelopeFrame(0, toBinary(ExecRequestSchema, c.req))), false);
       const json = JSON.stringify(toJson(ExecRequestSchema, c.req));
-      const routed = connectStream(await call("Exec", "application/connect+json", envelope(0, new TextEncoder().encode(json))), true);
+      const routed = connectStream(await call("Exec", "application/connect+json", envelopeFrame(0, new TextEncoder().encode(json))), true);
       expect(fast.end?.error, c.name).toBeDefined();
       expect(fast.end, c.name).toEqual(routed.end);
       // The stale cursor is refused after the session frame, in both.
@@ -133,7 +126,7 @@ describe("binary fast paths against the router", () => {
   it("exec: a deadline header takes the router, which applies it; the answer is the same stream", async () => {
     const uid = (await host.client.create({ name: "deadline" })).metadata!.uid;
     const r = connectStream(
-      await call("Exec", "application/connect+proto", envelope(0, toBinary(ExecRequestSchema, execBody(uid, "x"))), { "connect-timeout-ms": "30000" }),
+      await call("Exec", "application/connect+proto", envelopeFrame(0, toBinary(ExecRequestSchema, execBody(uid, "x"))), { "connect-timeout-ms": "30000" }),
       false,
     );
     expect(r.messages.map(shape)).toHaveLength(6);
@@ -142,11 +135,11 @@ describe("binary fast paths against the router", () => {
 
   it("exec over gRPC-Web: the fast path ends with a trailer frame, grpc-status 0, or the error's status and message", async () => {
     const uid = (await host.client.create({ name: "grpc-web" })).metadata!.uid;
-    const ok = await call("Exec", "application/grpc-web+proto", envelope(0, toBinary(ExecRequestSchema, execBody(uid, "x"))), { "x-grpc-web": "1" });
+    const ok = await call("Exec", "application/grpc-web+proto", envelopeFrame(0, toBinary(ExecRequestSchema, execBody(uid, "x"))), { "x-grpc-web": "1" });
     const trailer = ok.frames.find((f) => f.flags & 0x80);
     expect(ok.frames.filter((f) => f.flags === 0)).toHaveLength(6);
     expect(text(trailer!.data)).toMatch(/grpc-status: ?0/);
-    const bad = await call("Exec", "application/grpc-web+proto", envelope(0, toBinary(ExecRequestSchema, execBody("sess-000000000000", "x"))), {
+    const bad = await call("Exec", "application/grpc-web+proto", envelopeFrame(0, toBinary(ExecRequestSchema, execBody("sess-000000000000", "x"))), {
       "x-grpc-web": "1",
     });
     const t = text(bad.frames.find((f) => f.flags & 0x80)!.data);
@@ -159,8 +152,12 @@ describe("binary fast paths against the router", () => {
     await host.client.exec({ session: uid, inputs: ["one"] });
     await host.client.exec({ session: uid, inputs: ["two"] });
     const req = create(ReplayRequestSchema, { session: uid, fromSeq: 2n, toSeq: 9n });
-    const fast = await call("Replay", "application/connect+proto", envelope(0, toBinary(ReplayRequestSchema, req)));
-    const routed = await call("Replay", "application/connect+json", envelope(0, new TextEncoder().encode(JSON.stringify(toJson(ReplayRequestSchema, req)))));
+    const fast = await call("Replay", "application/connect+proto", envelopeFrame(0, toBinary(ReplayRequestSchema, req)));
+    const routed = await call(
+      "Replay",
+      "application/connect+json",
+      envelopeFrame(0, new TextEncoder().encode(JSON.stringify(toJson(ReplayRequestSchema, req)))),
+    );
     const fastRecords = fast.frames.filter((f) => f.flags === 0).map((f) => f.data);
     const routedRecords = routed.frames.filter((f) => f.flags === 0).map((f) => toBinary(LogRecordSchema, fromJson(LogRecordSchema, JSON.parse(text(f.data)))));
     expect(fastRecords).toHaveLength(8);
