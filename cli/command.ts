@@ -4,6 +4,7 @@
  * and `err` so tests can run them in process.
  */
 import { DEFAULT_SERVER, SessionsClient } from "../sdk/client.js";
+import { nodeFetch } from "../sdk/node/index.js";
 import type { FlagKind, ParsedArgs } from "./args.js";
 
 export interface Writer {
@@ -67,7 +68,7 @@ export function createCommandContext(opts: {
   return {
     ...opts,
     outIsTty: opts.outIsTty ?? false,
-    client: () => (client ??= new SessionsClient({ server: opts.server, token: opts.token })),
+    client: () => (client ??= new SessionsClient({ server: opts.server, token: opts.token, fetch: nodeFetch })),
   };
 }
 

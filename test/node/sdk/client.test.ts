@@ -1,14 +1,19 @@
 /**
- * The client SDK against the shared wrangler dev: exec results, paging, verify, error lines.
+ * The client SDK against the shared wrangler dev: exec results, paging, verify, error lines; once
+ * with Node's fetch and once with the SDK's node:http fetch (sdk/node/http-fetch.ts).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { inject, describe, expect, it } from "vitest";
 import { describeError, SessionsClient } from "../../../sdk/client.js";
 import { freePort } from "../../../scripts/dev-server.js";
+import { nodeFetch } from "../../../sdk/node/index.js";
 
-const client = new SessionsClient({ server: inject("serverUrl") });
+describe.each([
+  ["Node's fetch", undefined],
+  ["nodeFetch", nodeFetch],
+])("SessionsClient with %s", (_, fetch) => {
+  const client = new SessionsClient({ server: inject("serverUrl"), fetch });
 
-describe("SessionsClient", () => {
   it("exec: returns the session frame, records, outputs and the cursor for the next CAS", async () => {
     const first = await client.exec({ inputs: ["one"] });
     expect(first.outputs).toEqual(["echo:one"]);
@@ -36,13 +41,21 @@ describe("SessionsClient", () => {
     expect(v).toMatchObject({ chainOk: true, records: 5n, replayOk: true, outputs: ["echo:check"], modelCalls: 0n });
   });
 
+  it("replay: the records a turn committed, read back over the binary stream", async () => {
+    const t = await client.exec({ inputs: ["again"] });
+    const got = [];
+    for await (const r of client.replay(t.session.metadata!.uid)) got.push(r);
+    expect(got.map((r) => r.seq)).toEqual(t.records.map((r) => r.seq));
+    expect(got.map((r) => r.hash)).toEqual(t.records.map((r) => r.hash));
+  });
+
   it("errors: a ConnectError with the server's code, and one actionable line", async () => {
     const err = await client.get("sess-000000000000000000000000").catch((e) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.NotFound);
     expect(describeError(err)).toMatch(/^not_found: session not found/);
     const port = await freePort();
-    const nowhere = new SessionsClient({ server: `http://127.0.0.1:${port}` });
+    const nowhere = new SessionsClient({ server: `http://127.0.0.1:${port}`, fetch });
     const down = await nowhere.get("sess-000000000000000000000000").catch((e) => e);
     expect(describeError(down, `http://127.0.0.1:${port}`)).toMatch(/cannot reach .* is the server running/);
   });

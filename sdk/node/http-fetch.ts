@@ -1,0 +1,132 @@
+/**
+ * A `fetch` for Node built on node:http with kept-alive connections, for `SessionsClient`'s
+ * `fetch` option (`new SessionsClient({ fetch: nodeFetch })`; agentctl uses it).
+ *
+ * Node's own fetch (undici) spends about three times the CPU of node:http on a small request,
+ * measured side by side in docs/performance.md; a client driving many turns at once is bound by it.
+ * This covers what the SDK's calls need (http and https URLs, a byte or string body, an abort
+ * signal, redirects left to the caller) and hands anything else to the global fetch, so a caller
+ * never gets a narrower fetch than Node's. Like fetch, a transport failure rejects with
+ * TypeError("fetch failed") whose `cause` is the socket's error, and an abort with the signal's reason.
+ *
+ * Tested in test/node/sdk/node-fetch.test.ts.
+ */
+import http from "node:http";
+import https from "node:https";
+
+/**
+ * Idle connections close after 4 s, as undici's do by default: a server closes an idle one in its
+ * own time, and a request sent on a connection the server has just closed fails.
+ */
+const IDLE_MS = 4_000;
+const agents = {
+  "http:": new http.Agent({ keepAlive: true, timeout: IDLE_MS }),
+  "https:": new https.Agent({ keepAlive: true, timeout: IDLE_MS }),
+};
+
+/** Statuses whose response has no body, whatever the server sends. */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+type Body = Uint8Array | string | null | undefined;
+
+function plainBody(body: RequestInit["body"]): body is Body {
+  return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array;
+}
+
+export const nodeFetch: typeof globalThis.fetch = (input, init = {}) => {
+  const url = typeof input === "string" ? new URL(input) : input instanceof URL ? input : undefined;
+  const agent = url && agents[url.protocol as keyof typeof agents];
+  // A Request object, a streamed or form body, or a redirect to follow: Node's fetch does those.
+  if (!url || !agent || init.redirect !== "manual" || !plainBody(init.body)) return globalThis.fetch(input, init);
+  return send(url, agent, init, init.body);
+};
+
+function send(url: URL, agent: http.Agent, init: RequestInit, body: Body): Promise<Response> {
+  const signal = init.signal ?? undefined;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  const bytes = typeof body === "string" ? Buffer.from(body) : body;
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((v, k) => {
+    headers[k] = v;
+  });
+  const method = (init.method ?? "GET").toUpperCase();
+  // As fetch does: a length even for an empty body, except on the methods that take none.
+  if (bytes || (method !== "GET" && method !== "HEAD")) headers["content-length"] = String(bytes?.length ?? 0);
+  const request = (url.protocol === "https:" ? https : http).request;
+
+  return new Promise<Response>((ok, fail) => {
+    const req = request(url, { method, headers, agent });
+    let settled = false;
+    let abortBody: ((reason: unknown) => void) | undefined;
+    const onAbort = () => {
+      const reason = signal!.reason;
+      req.destroy();
+      if (!settled) {
+        settled = true;
+        fail(reason);
+      } else abortBody?.(reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const done = () => signal?.removeEventListener("abort", onAbort);
+    req.on("error", (e) => {
+      done();
+      if (settled) return abortBody?.(new TypeError("fetch failed", { cause: e }));
+      settled = true;
+      fail(new TypeError("fetch failed", { cause: e }));
+    });
+    req.on("response", (res) => {
+      settled = true;
+      const status = res.statusCode ?? 0;
+      const out = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) out.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+      const respond = (body: ReadableStream<Uint8Array> | null) => {
+        try {
+          ok(new Response(body, { status, statusText: res.statusMessage, headers: out }));
+        } catch (e) {
+          // A status a Response cannot carry (outside 200..599).
+          done();
+          req.destroy();
+          fail(new TypeError("fetch failed", { cause: e }));
+        }
+      };
+      if (method === "HEAD" || NULL_BODY.has(status)) {
+        res.resume();
+        res.on("end", done);
+        return respond(null);
+      }
+      const stream = new ReadableStream<Uint8Array>({
+        start(ctl) {
+          abortBody = (reason) => {
+            abortBody = undefined;
+            ctl.error(reason);
+          };
+          res.on("data", (chunk: Buffer) => {
+            ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+            // The reader is behind: stop reading the socket until it asks for more.
+            if ((ctl.desiredSize ?? 1) <= 0) res.pause();
+          });
+          res.on("end", () => {
+            done();
+            if (!abortBody) return;
+            abortBody = undefined;
+            ctl.close();
+          });
+          // A connection lost mid-body: the reader's next read fails, as with fetch.
+          res.on("close", () => {
+            if (!res.complete) abortBody?.(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
+          });
+        },
+        pull() {
+          res.resume();
+        },
+        cancel() {
+          done();
+          abortBody = undefined;
+          req.destroy();
+        },
+      });
+      respond(stream);
+    });
+    req.end(bytes ?? undefined);
+  });
+}
