@@ -54,14 +54,48 @@ export async function stopGroup(child: ChildProcess, graceMs = 5000): Promise<vo
   for (let i = 0; i < 50 && groupAlive(group); i++) await sleep(100);
 }
 
-/** The pids of a group's processes named `comm` (e.g. the workerd processes of a wrangler dev). */
-export function groupPids(group: number, comm: string): number[] {
+/** The pids of a group's processes named `comm` (e.g. the workerd processes of a wrangler dev), or all of them. */
+export function groupPids(group: number, comm?: string): number[] {
   const out = execFileSync("ps", ["-eo", "pid=,pgid=,comm="], { encoding: "utf8" });
   return out
     .split("\n")
     .map((l) => l.trim().split(/\s+/))
-    .filter(([, g, c]) => Number(g) === group && c === comm)
+    .filter(([, g, c]) => Number(g) === group && (comm === undefined || c === comm))
     .map(([p]) => Number(p));
+}
+
+/** A process's name and its CPU time so far (user + system), from one `/proc/<pid>/stat` line. */
+export function parseProcStat(line: string, ticksPerSecond: number): { comm: string; cpuMs: number } {
+  // The name is in parentheses and may itself hold spaces and parentheses: it ends at the last ")".
+  const close = line.lastIndexOf(")");
+  const open = line.indexOf("(");
+  if (open < 0 || close < open) throw new Error(`not a /proc/<pid>/stat line: ${JSON.stringify(line.slice(0, 80))}`);
+  // After the name: state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime(14) stime(15).
+  const rest = line.slice(close + 2).split(" ");
+  const ticks = Number(rest[11]) + Number(rest[12]);
+  if (!Number.isFinite(ticks)) throw new Error(`no CPU times in /proc/<pid>/stat line: ${JSON.stringify(line.slice(0, 80))}`);
+  return { comm: line.slice(open + 1, close), cpuMs: (ticks * 1000) / ticksPerSecond };
+}
+
+let clockTicks: number | undefined;
+
+/**
+ * The CPU time each live process of `pids` has used so far, with its name (a process that has
+ * gone is left out). Clock ticks are 10 ms on Linux, so a window must be long (the parallel phase is).
+ */
+export function cpuTimes(pids: readonly number[]): Map<number, { comm: string; cpuMs: number }> {
+  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  const out = new Map<number, { comm: string; cpuMs: number }>();
+  for (const pid of pids) {
+    let line: string;
+    try {
+      line = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    out.set(pid, parseProcStat(line, clockTicks));
+  }
+  return out;
 }
 
 export interface PeersWorker {

@@ -17,9 +17,10 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
+import { nodeFetch } from "../../sdk/node/index.js";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
 import { ensurePeersInstalled } from "./install.js";
-import { Cleanup, startFloorServer, startPeersWorker } from "./processes.js";
+import { Cleanup, cpuTimes, startFloorServer, startPeersWorker } from "./processes.js";
 import { formatTable, formatValue, median, type Metric, percentile, roundOrder, type SystemName, summaryLine } from "./stats.js";
 import { aiChat, bareDo, type PeerSession, startLangGraph, startOurs, type System } from "./systems.js";
 
@@ -128,10 +129,29 @@ async function atLevel(systems: System[], long: Map<SystemName, PeerSession>, tu
 interface ParallelResult {
   throughput: number[];
   latencies: number[];
+  /** Per round: CPU per turn of the bench process (the clients), and of the serving processes. */
+  clientMs: number[];
+  servingMs: number[];
+  /** Per round: each serving process's CPU per turn, busiest first. */
+  processes: { comm: string; ms: number }[][];
+}
+
+/** CPU used between two `cpuTimes` snapshots, per process alive in both, divided by `turns`. */
+function cpuPerTurn(
+  before: Map<number, { comm: string; cpuMs: number }>,
+  after: Map<number, { comm: string; cpuMs: number }>,
+  turns: number,
+): { comm: string; ms: number }[] {
+  const out: { comm: string; ms: number }[] = [];
+  for (const [pid, a] of after) {
+    const b = before.get(pid);
+    if (b) out.push({ comm: a.comm, ms: (a.cpuMs - b.cpuMs) / turns });
+  }
+  return out.sort((x, y) => y.ms - x.ms);
 }
 
 async function parallel(systems: System[]): Promise<Map<SystemName, ParallelResult>> {
-  const out = new Map<SystemName, ParallelResult>(systems.map((s) => [s.name, { throughput: [], latencies: [] }]));
+  const out = new Map<SystemName, ParallelResult>(systems.map((s) => [s.name, { throughput: [], latencies: [], clientMs: [], servingMs: [], processes: [] }]));
   for (let r = 0; r < cfg.parallelRounds; r++) {
     for (const sys of roundOrder(systems, r)) {
       // Opened one by one: the load measured is turns, not session creation.
@@ -140,13 +160,22 @@ async function parallel(systems: System[]): Promise<Map<SystemName, ParallelResu
       // Each session's first turn (the object's start) is not part of the load.
       await Promise.all(sessions.map((s) => s.turn("warm")));
       const res = out.get(sys.name)!;
+      const pids = sys.servingPids();
+      const cpuBefore = cpuTimes(pids);
+      const clientBefore = process.cpuUsage();
       const t = performance.now();
       await Promise.all(
         sessions.map(async (s) => {
           for (let i = 0; i < cfg.parallelTurns; i++) res.latencies.push(await s.turn(`parallel turn ${i}`));
         }),
       );
-      res.throughput.push((cfg.parallel * cfg.parallelTurns) / ((performance.now() - t) / 1000));
+      const n = cfg.parallel * cfg.parallelTurns;
+      res.throughput.push(n / ((performance.now() - t) / 1000));
+      const client = process.cpuUsage(clientBefore);
+      const procs = cpuPerTurn(cpuBefore, cpuTimes(pids), n);
+      res.clientMs.push((client.user + client.system) / 1000 / n);
+      res.servingMs.push(procs.reduce((a, p) => a + p.ms, 0));
+      res.processes.push(procs.filter((p) => p.ms >= 0.05));
       await Promise.all(sessions.map((s) => s.close()));
     }
   }
@@ -176,7 +205,7 @@ async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<
   });
   const post = async (url: string) => {
     const t = performance.now();
-    const r = await fetch(url, { method: "POST", body: "ping" });
+    const r = await nodeFetch(url, { method: "POST", body: "ping", redirect: "manual" });
     await r.text();
     return performance.now() - t;
   };
@@ -209,6 +238,17 @@ async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<
   ws.close();
   closeSync(fd);
   return { http: median(samples.http), worker: median(samples.worker), ws: median(samples.ws), fsync: median(samples.fsync) };
+}
+
+/** "system: comm ms + comm ms …" for each system, from the round whose serving total is the median. */
+function cpuNotes(p: Map<SystemName, ParallelResult>): string {
+  return [...p]
+    .map(([name, r]) => {
+      const mid = median(r.servingMs);
+      const round = r.servingMs.reduce((best, v, i) => (Math.abs(v - mid) < Math.abs(r.servingMs[best]! - mid) ? i : best), 0);
+      return `${name}: ${(r.processes[round] ?? []).map((q) => `${q.comm} ${formatValue(q.ms)}`).join(" + ") || "–"}`;
+    })
+    .join(" · ");
 }
 
 function byName<T>(m: Map<SystemName, T>, f: (v: T) => number): Partial<Record<SystemName, number>> {
@@ -309,6 +349,20 @@ async function main(cleanup: Cleanup): Promise<void> {
     better: "lower",
     values: byName(p, (r) => percentile(r.latencies, 50)),
   });
+  metrics.push({
+    key: `parallel_${cfg.parallel}_serving_cpu_ms`,
+    label: `${cfg.parallel} sessions in parallel, CPU per turn of the serving processes`,
+    unit: "ms",
+    better: "lower",
+    values: byName(p, (r) => median(r.servingMs)),
+  });
+  metrics.push({
+    key: `parallel_${cfg.parallel}_client_cpu_ms`,
+    label: `${cfg.parallel} sessions in parallel, CPU per turn of the bench's client`,
+    unit: "ms",
+    better: "lower",
+    values: byName(p, (r) => median(r.clientMs)),
+  });
   if (storage && cfg.levels[0]! > STORAGE_FROM) {
     metrics.push({
       key: `bytes_per_turn_at_${cfg.levels[0]}`,
@@ -332,6 +386,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(
     `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms · 4 KiB write + fsync on this disk ${formatValue(fl.fsync)} ms`,
   );
+  console.log(`serving CPU per turn in the parallel phase, by process (ms, the round with the median total): ${cpuNotes(p)}`);
   if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
   console.log(
     `machine: ${availableParallelism()} cores, Node ${process.version}; 1-minute load average over the phases ${formatValue(Math.min(...loads))}–${formatValue(Math.max(...loads))}`,

@@ -4,10 +4,11 @@
  * a long history in bulk, and name the processes and SQLite files that hold its storage.
  *
  * - ours: this repo's host under `wrangler dev`, the `chat` harness with the built-in `echo` model,
- *   over HTTP with the TypeScript client (sdk/client.ts).
+ *   over HTTP with the TypeScript client (sdk/client.ts) on the SDK's node:http fetch.
  * - langgraph: LangGraph JS in process with the SQLite checkpointer (bench/peers/langgraph-runner.mjs).
  * - aichat: the Agents SDK's AIChatAgent over its WebSocket protocol (bench/peers/worker).
- * - bare_do: a bare Agents-SDK Durable Object that stores rows with SQL, over HTTP.
+ * - bare_do: a bare Agents-SDK Durable Object that stores rows with SQL, over HTTP with the same
+ *   node:http fetch as ours (the same transport: Node's own fetch would cost it about 1 ms more CPU a turn).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -16,6 +17,7 @@ import { join } from "node:path";
 import WebSocket from "ws";
 import { ROOT, startDevServer } from "../../scripts/dev-server.js";
 import { SessionsClient } from "../../sdk/client.js";
+import { nodeFetch } from "../../sdk/node/index.js";
 import { type Cleanup, groupPids, type PeersWorker, stopGroup } from "./processes.js";
 import type { SystemName } from "./stats.js";
 
@@ -34,6 +36,8 @@ export interface System {
   storageFiles(): string[];
   /** The processes whose fsyncs count for the system. */
   fsyncPids(): number[];
+  /** Every process that serves the system (its CPU per turn is the serving side's). */
+  servingPids(): number[];
 }
 
 function expectAnswer(system: string, text: string, answer: string | undefined): void {
@@ -96,7 +100,7 @@ export async function startOurs(persistDir: string, cleanup: Cleanup): Promise<O
   const port = (stub.address() as { port: number }).port;
   const server = await startDevServer({ persistDir, vars: { MODEL_BASE_URL: `http://127.0.0.1:${port}/v1` } });
   cleanup.add(() => server.dispose());
-  const client = new SessionsClient({ server: server.url });
+  const client = new SessionsClient({ server: server.url, fetch: nodeFetch });
   const group = wranglerGroupOf(persistDir);
   return {
     name: "ours",
@@ -104,6 +108,7 @@ export async function startOurs(persistDir: string, cleanup: Cleanup): Promise<O
     stubCalls: () => stubCalls,
     storageFiles: () => doFiles(persistDir),
     fsyncPids: () => groupPids(group, "workerd"),
+    servingPids: () => groupPids(group),
     async open(name) {
       const s = await client.create({ name, harness: "chat", model: "echo" });
       const uid = s.metadata!.uid;
@@ -166,6 +171,7 @@ export async function startLangGraph(dir: string, cleanup: Cleanup): Promise<Lan
         .filter((f) => f.endsWith(".sqlite"))
         .map((f) => join(dir, f)),
     fsyncPids: () => [child.pid!],
+    servingPids: () => [child.pid!],
     async open(name, role) {
       // One database for the fresh and parallel sessions, as an application would have; each long
       // session gets its own, so its storage can be read on its own.
@@ -210,6 +216,7 @@ export function aiChat(worker: PeersWorker): System {
     name: "aichat",
     storageFiles: () => doFiles(worker.persistDir, (d) => d.endsWith("-ChatAgent")),
     fsyncPids: () => groupPids(group, "workerd"),
+    servingPids: () => groupPids(group),
     async open(name) {
       const ws = new WebSocket(`${wsBase}/agents/chat-agent/${encodeURIComponent(name)}`);
       await new Promise<void>((ok, fail) => {
@@ -296,10 +303,11 @@ export function bareDo(worker: PeersWorker): System {
     name: "bare_do",
     storageFiles: () => doFiles(worker.persistDir, (d) => d.endsWith("-BareAgent")),
     fsyncPids: () => groupPids(group, "workerd"),
+    servingPids: () => groupPids(group),
     async open(name) {
       const url = `${worker.url}/agents/bare-agent/${encodeURIComponent(name)}`;
       const post = async (u: string, body: string): Promise<string> => {
-        const r = await fetch(u, { method: "POST", body, signal: AbortSignal.timeout(PEER_TURN_TIMEOUT_MS) }).catch((e: Error) => {
+        const r = await nodeFetch(u, { method: "POST", body, redirect: "manual", signal: AbortSignal.timeout(PEER_TURN_TIMEOUT_MS) }).catch((e: Error) => {
           throw new Error(`bare_do: no answer within ${PEER_TURN_TIMEOUT_MS / 1000} s (${e.name}): the agent stalled; run the bench again`);
         });
         const text = await r.text();

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseStraceCounts } from "../../../bench/peers/fsyncs.js";
+import { parseProcStat } from "../../../bench/peers/processes.js";
 import { bestPeer, formatTable, median, type Metric, percentile, ratio, roundOrder, summaryLine } from "../../../bench/peers/stats.js";
 
 const latency: Metric = {
@@ -71,5 +72,14 @@ describe("peer bench stats", () => {
     ].join("\n");
     expect(parseStraceCounts(out)).toBe(36);
     expect(parseStraceCounts("")).toBe(0);
+  });
+
+  it("parseProcStat: user + system ticks as ms, with a process name that holds spaces and parentheses", () => {
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime …
+    const line = "4242 (work (er) d) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 123 456 789";
+    expect(parseProcStat(line, 100)).toEqual({ comm: "work (er) d", cpuMs: 3250 });
+    expect(parseProcStat(line, 250).cpuMs).toBe(1300);
+    expect(() => parseProcStat("garbage", 100)).toThrow(/not a \/proc/);
+    expect(() => parseProcStat("1 (x) S 1", 100)).toThrow(/no CPU times/);
   });
 });
