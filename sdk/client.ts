@@ -10,7 +10,15 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
-import { DeltaSchema, ExecState, Sessions, type ApproveResponse, type Delta, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
+import {
+  DeltaSchema,
+  ExecRequestSchema,
+  ExecState,
+  Sessions,
+  type ApproveResponse,
+  type Delta,
+  type Session,
+} from "../proto/gen/agentsessions/v1/session_pb.js";
 import { Audit, type VerifyResponse } from "../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Blobs } from "../proto/gen/agentsessions/edge/v1/blobs_pb.js";
 import { BlobMismatchError, blobRefsOf, parseSha256, resolveEvent, type BlobReference } from "../proto/blob-ref.js";
@@ -18,7 +26,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
-import { replayRecords, type ReplayWire } from "./replay-stream.js";
+import { execUpdates, replayRecords, type StreamWire } from "./server-stream.js";
 import { concatBytes } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -137,8 +145,8 @@ export class SessionsClient {
   readonly rawRetention: Client<typeof Retention>;
   /** The Tail service (our extension), on the same transport. @experimental */
   readonly rawTail: Client<typeof Tail>;
-  /** Where a binary Replay is read off the wire (sdk/replay-stream.ts); unset when the client speaks JSON. */
-  private readonly _wire: ReplayWire | undefined;
+  /** Where binary Replay and Exec streams are read off the wire (sdk/server-stream.ts); unset when the client speaks JSON. */
+  private readonly _wire: StreamWire | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -318,18 +326,17 @@ export class SessionsClient {
       shown += d.chunk.length;
       o.onDelta?.(d);
     };
-    const stream = this.raw.exec(
-      {
-        session: o.session ?? "",
-        inputs: (o.inputs ?? []).map((i) => (typeof i === "string" ? userText(i) : create(MessageSchema, i))),
-        harness: o.harness ?? "",
-        config: o.config ?? new Uint8Array(),
-        resumeFromSeq: o.resumeFromSeq ?? 0n,
-        expectedLastSeq: o.expectedLastSeq,
-        deadlineUnix: o.deadlineUnix ?? 0n,
-      },
-      { signal: o.signal },
-    );
+    const request = create(ExecRequestSchema, {
+      session: o.session ?? "",
+      inputs: (o.inputs ?? []).map((i) => (typeof i === "string" ? userText(i) : create(MessageSchema, i))),
+      harness: o.harness ?? "",
+      config: o.config ?? new Uint8Array(),
+      resumeFromSeq: o.resumeFromSeq ?? 0n,
+      expectedLastSeq: o.expectedLastSeq,
+      deadlineUnix: o.deadlineUnix ?? 0n,
+    });
+    // Binary: read off the wire with the compiled decoder (sdk/server-stream.ts); JSON: connect-es.
+    const stream = this._wire ? execUpdates(this._wire, request, o.signal) : this.raw.exec(request, { signal: o.signal });
     try {
       for await (const u of stream) {
         switch (u.update.case) {
@@ -472,7 +479,7 @@ export class SessionsClient {
   /** Committed records with from <= seq <= to (to = 0: head), verbatim. */
   replay(session: string, o: { from?: bigint; to?: bigint; signal?: AbortSignal } = {}): AsyncIterable<LogRecord> {
     const req = { session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n };
-    // Binary: read off the wire with the compiled decoder (sdk/replay-stream.ts); JSON: connect-es.
+    // Binary: read off the wire with the compiled decoder (sdk/server-stream.ts); JSON: connect-es.
     return this._wire ? replayRecords(this._wire, req, o.signal) : this.raw.replay(req, { signal: o.signal });
   }
 }

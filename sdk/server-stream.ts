@@ -1,0 +1,122 @@
+/**
+ * Server streams read straight off the wire: one binary Connect streaming request, its response
+ * read as envelopes and each message decoded by the compiled decoder (proto/binary-reader.ts), the
+ * host's end-of-stream error raised as the same ConnectError connect-es would raise. Replay (a
+ * journal is the largest thing a client reads) and Exec (the turn, the client's hot path) go this
+ * way: connect-es's generic stream (several async generators and a reflective decode per message)
+ * was most of `agentctl verify`'s time, and half the client's CPU in a turn.
+ *
+ * @internal Used by SessionsClient.replay and exec when the client speaks binary; tested in
+ * test/node/sdk/server-stream.test.ts against the connect-es client's answers.
+ */
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { codeFromString } from "@connectrpc/connect/protocol-connect";
+import { decodeBinary } from "../proto/binary-reader.js";
+import { encodeBinary } from "../proto/binary-writer.js";
+import { concatBytes } from "../proto/bytes.js";
+import { LogRecordSchema, type LogRecord } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { type ExecRequest, ExecRequestSchema, type ExecUpdate, ExecUpdateSchema, ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+
+export interface StreamWire {
+  baseUrl: string;
+  token?: string;
+  fetch: typeof globalThis.fetch;
+}
+
+export function replayRecords(wire: StreamWire, req: { session: string; fromSeq: bigint; toSeq: bigint }, signal?: AbortSignal): AsyncGenerator<LogRecord> {
+  const message = encodeBinary(ReplayRequestSchema, create(ReplayRequestSchema, req));
+  return serverStream(wire, "Replay", message, LogRecordSchema, signal, "Replay again from the seq after the last record received");
+}
+
+export function execUpdates(wire: StreamWire, req: ExecRequest, signal?: AbortSignal): AsyncGenerator<ExecUpdate> {
+  return serverStream(wire, "Exec", encodeBinary(ExecRequestSchema, req), ExecUpdateSchema, signal, "read the session to see how far the turn got");
+}
+
+/**
+ * One Sessions server stream: `method`'s request message in, its responses out. `recover` tells
+ * the caller what to do when the stream ends without its end frame (a connection cut short).
+ */
+async function* serverStream<Desc extends DescMessage>(
+  wire: StreamWire,
+  method: "Replay" | "Exec",
+  message: Uint8Array,
+  schema: Desc,
+  signal: AbortSignal | undefined,
+  recover: string,
+): AsyncGenerator<MessageShape<Desc>> {
+  const body = new Uint8Array(5 + message.length);
+  new DataView(body.buffer).setUint32(1, message.length);
+  body.set(message, 5);
+  const headers: Record<string, string> = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
+  if (wire.token) headers.authorization = `Bearer ${wire.token}`;
+  let res: Response;
+  try {
+    res = await wire.fetch(`${wire.baseUrl}/agentsessions.v1.Sessions/${method}`, { method: "POST", headers, body, signal, redirect: "manual" });
+  } catch (e) {
+    throw signal?.aborted
+      ? new ConnectError(`the ${method} was canceled`, Code.Canceled)
+      : new ConnectError(`${method} failed to connect: ${(e as Error).message}`, Code.Unavailable, undefined, undefined, e);
+  }
+  if (res.status !== 200 || !res.body) throw await httpError(res);
+  const reader = res.body.getReader();
+  let buf: Uint8Array = new Uint8Array(0);
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        throw signal?.aborted
+          ? new ConnectError(`the ${method} was canceled`, Code.Canceled)
+          : new ConnectError(`the ${method} stream broke off: ${(e as Error).message}`, Code.Unavailable);
+      }
+      if (chunk.done) throw new ConnectError(`the ${method} stream ended without its end frame: ${recover}`, Code.Unavailable);
+      buf = buf.length === 0 ? chunk.value : concatBytes([buf, chunk.value]);
+      let at = 0;
+      while (at + 5 <= buf.length) {
+        const flags = buf[at]!;
+        const len = new DataView(buf.buffer, buf.byteOffset + at + 1, 4).getUint32(0);
+        if (at + 5 + len > buf.length) break;
+        const payload = buf.subarray(at + 5, at + 5 + len);
+        at += 5 + len;
+        if (flags & 0x02) {
+          endOfStream(method, payload);
+          return;
+        }
+        if (flags & 0x01) throw new ConnectError("the host sent a compressed message this client did not ask for", Code.Internal);
+        yield decodeBinary(schema, payload);
+      }
+      buf = buf.subarray(at);
+    }
+  } finally {
+    void reader.cancel().catch(() => undefined);
+  }
+}
+
+/** The Connect end-stream frame: nothing, or the error it carries. */
+function endOfStream(method: string, payload: Uint8Array): void {
+  let end: { error?: { code?: string; message?: string } };
+  try {
+    end = JSON.parse(new TextDecoder().decode(payload)) as typeof end;
+  } catch {
+    throw new ConnectError(`the ${method}'s end frame is not JSON`, Code.Internal);
+  }
+  if (end.error) throw new ConnectError(end.error.message ?? "", codeFromString(end.error.code ?? "") ?? Code.Unknown);
+}
+
+/** An answer that is not a stream: the Connect error in its JSON body, or one for its HTTP status. */
+async function httpError(res: Response): Promise<ConnectError> {
+  const text = await res.text().catch(() => "");
+  try {
+    const j = JSON.parse(text) as { code?: string; message?: string };
+    const code = j.code ? codeFromString(j.code) : undefined;
+    if (code !== undefined) return new ConnectError(j.message ?? "", code);
+  } catch {
+    // not JSON
+  }
+  return new ConnectError(
+    `HTTP ${res.status} ${text.slice(0, 200)}`.trim(),
+    res.status === 401 ? Code.Unauthenticated : res.status === 403 ? Code.PermissionDenied : Code.Unknown,
+  );
+}
