@@ -1,12 +1,14 @@
 /**
  * What every benchmark here shares: one `wrangler dev` with the bench routes on (BENCH=1), timers,
  * medians and percentiles, interleaved rounds, retries of wrangler dev's proxy 503s, session
- * builders and the summary line format (`bench <name> ratio=<x> target=<y>`). Benchmarks measure
- * and print; they assert nothing (timings never gate tests).
+ * builders and the summary line format (`bench <name> ratio=<x> target=<y>`). Every request goes
+ * through the SDK's node:http fetch (sdk/node/http-fetch.ts), the floors' included, so a ratio
+ * compares work, not HTTP clients. Benchmarks measure and print; they assert nothing.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type DevServer, startDevServer } from "../scripts/dev-server.js";
 import { SessionsClient } from "../sdk/client.js";
+import { nodeFetch } from "../sdk/node/index.js";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 
@@ -16,7 +18,8 @@ export async function startBenchHost(vars: Record<string, string> = {}): Promise
   const server = await startDevServer({
     vars: { BENCH: "1", MAX_INPUTS_PER_EXEC: "1000", RATE_LIMIT_PER_SECOND: "1000000", RATE_LIMIT_BURST: "1000000", MAX_CONCURRENT_EXECS: "1000", ...vars },
   });
-  return { server, client: new SessionsClient({ server: server.url }) };
+  // The SDK as a Node caller uses it, on the same node:http fetch as the floors' requests (post).
+  return { server, client: new SessionsClient({ server: server.url, fetch: nodeFetch }) };
 }
 
 export async function timed(f: () => Promise<unknown>): Promise<number> {
@@ -84,7 +87,7 @@ export async function buildSession(client: SessionsClient, uid: string, records:
 
 export async function post(url: string): Promise<Uint8Array> {
   for (let attempt = 1; ; attempt++) {
-    const r = await fetch(url, { method: "POST" });
+    const r = await nodeFetch(url, { method: "POST", redirect: "manual" });
     if (r.ok) return new Uint8Array(await r.arrayBuffer());
     const text = await r.text();
     // The same proxy quirk as retryProxy503, for the bench routes.

@@ -28,6 +28,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, interleaved, median, percentile, post, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
+import { nodeFetch } from "../sdk/node/index.js";
 
 const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
@@ -85,7 +86,12 @@ const rows: Record<string, Row> = {
       const frame = new Uint8Array(5 + req.length);
       new DataView(frame.buffer).setUint32(1, req.length);
       frame.set(req, 5);
-      const r = await fetch(`${u}/agentsessions.v1.Sessions/Replay`, { method: "POST", headers: { "content-type": "application/connect+proto" }, body: frame });
+      const r = await nodeFetch(`${u}/agentsessions.v1.Sessions/Replay`, {
+        method: "POST",
+        headers: { "content-type": "application/connect+proto" },
+        body: frame,
+        redirect: "manual",
+      });
       const bytes = new Uint8Array(await r.arrayBuffer());
       if (bytes.length < Number(head) * 300) throw new Error(`replay returned ${bytes.length} bytes`);
     };
