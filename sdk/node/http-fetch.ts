@@ -29,7 +29,7 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 
 type Body = Uint8Array | string | null | undefined;
 
-function plainBody(body: RequestInit["body"]): body is Body {
+function plainBody(body: unknown): body is Body {
   return body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array;
 }
 
