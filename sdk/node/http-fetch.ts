@@ -24,6 +24,12 @@ const agents = {
   "https:": new https.Agent({ keepAlive: true, timeout: IDLE_MS }),
 };
 
+/**
+ * How far the body's reader may fall behind before the socket stops being read. One chunk (the
+ * stream default) would pause and resume the socket for every chunk of a long stream.
+ */
+const BODY_BUFFER = new ByteLengthQueuingStrategy({ highWaterMark: 1 << 20 });
+
 /** Statuses whose response has no body, whatever the server sends. */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
@@ -94,37 +100,40 @@ function send(url: URL, agent: http.Agent, init: RequestInit, body: Body): Promi
         res.on("end", done);
         return respond(null);
       }
-      const stream = new ReadableStream<Uint8Array>({
-        start(ctl) {
-          abortBody = (reason) => {
-            abortBody = undefined;
-            ctl.error(reason);
-          };
-          res.on("data", (chunk: Buffer) => {
-            ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
-            // The reader is behind: stop reading the socket until it asks for more.
-            if ((ctl.desiredSize ?? 1) <= 0) res.pause();
-          });
-          res.on("end", () => {
+      const stream = new ReadableStream<Uint8Array>(
+        {
+          start(ctl) {
+            abortBody = (reason) => {
+              abortBody = undefined;
+              ctl.error(reason);
+            };
+            res.on("data", (chunk: Buffer) => {
+              ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+              // The reader is behind: stop reading the socket until it asks for more.
+              if ((ctl.desiredSize ?? 1) <= 0) res.pause();
+            });
+            res.on("end", () => {
+              done();
+              if (!abortBody) return;
+              abortBody = undefined;
+              ctl.close();
+            });
+            // A connection lost mid-body: the reader's next read fails, as with fetch.
+            res.on("close", () => {
+              if (!res.complete) abortBody?.(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
+            });
+          },
+          pull() {
+            res.resume();
+          },
+          cancel() {
             done();
-            if (!abortBody) return;
             abortBody = undefined;
-            ctl.close();
-          });
-          // A connection lost mid-body: the reader's next read fails, as with fetch.
-          res.on("close", () => {
-            if (!res.complete) abortBody?.(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
-          });
+            req.destroy();
+          },
         },
-        pull() {
-          res.resume();
-        },
-        cancel() {
-          done();
-          abortBody = undefined;
-          req.destroy();
-        },
-      });
+        BODY_BUFFER,
+      );
       respond(stream);
     });
     req.end(bytes ?? undefined);
