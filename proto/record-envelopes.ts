@@ -48,7 +48,7 @@ export class EnvelopeWriter {
       at = varint(b, at, r.fence);
     }
     b[at++] = 0x2a;
-    at = varint(b, at, BigInt(r.event.length));
+    at = varint(b, at, r.event.length);
     b.set(r.event, at);
     this._len = at + r.event.length;
   }
@@ -68,31 +68,47 @@ export class EnvelopeWriter {
 }
 
 function recordSize(r: RecordColumns): number {
+  // Lengths as numbers, not bigints: a bigint per field per record was a visible part of a Replay's CPU.
   let n = 0;
   if (r.seq !== 0n) n += 1 + varintSize(r.seq);
-  if (r.prevHash !== "") n += 1 + varintSize(BigInt(r.prevHash.length)) + r.prevHash.length;
-  if (r.hash !== "") n += 1 + varintSize(BigInt(r.hash.length)) + r.hash.length;
+  if (r.prevHash !== "") n += 1 + varintSize(r.prevHash.length) + r.prevHash.length;
+  if (r.hash !== "") n += 1 + varintSize(r.hash.length) + r.hash.length;
   if (r.fence !== 0n) n += 1 + varintSize(r.fence);
-  return n + 1 + varintSize(BigInt(r.event.length)) + r.event.length;
+  return n + 1 + varintSize(r.event.length) + r.event.length;
 }
 
 /** A string field of ASCII characters (hex hashes); omitted when empty, as proto3 omits it. */
 function ascii(b: Uint8Array, at: number, tag: number, s: string): number {
   if (s === "") return at;
   b[at++] = tag;
-  at = varint(b, at, BigInt(s.length));
+  at = varint(b, at, s.length);
   for (let i = 0; i < s.length; i++) b[at++] = s.charCodeAt(i);
   return at;
 }
 
-function varintSize(v: bigint): number {
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+function varintSize(v: bigint | number): number {
   let n = 1;
-  for (let x = v >> 7n; x > 0n; x >>= 7n) n++;
+  if (typeof v === "bigint" && v > MAX_SAFE) {
+    for (let y = v >> 7n; y > 0n; y >>= 7n) n++;
+    return n;
+  }
+  for (let x = Number(v); x >= 0x80; x = Math.floor(x / 0x80)) n++;
   return n;
 }
 
-function varint(b: Uint8Array, at: number, v: bigint): number {
-  // Non-negative values only (seqs, fences, lengths): the journal never stores a negative one.
+/** A varint of a non-negative value (seqs, fences, lengths): the journal never stores a negative one. */
+function varint(b: Uint8Array, at: number, v: bigint | number): number {
+  if (typeof v === "bigint" && v > MAX_SAFE) {
+    let y = v;
+    while (y > 0x7fn) {
+      b[at++] = Number(y & 0x7fn) | 0x80;
+      y >>= 7n;
+    }
+    b[at++] = Number(y);
+    return at;
+  }
   let x = Number(v);
   if (x < 2 ** 31) {
     while (x > 0x7f) {
@@ -102,12 +118,12 @@ function varint(b: Uint8Array, at: number, v: bigint): number {
     b[at++] = x;
     return at;
   }
-  let y = v;
-  while (y > 0x7fn) {
-    b[at++] = Number(y & 0x7fn) | 0x80;
-    y >>= 7n;
+  // Beyond 31 bits and below 2^53: 7 bits at a time by division, exact for these.
+  while (x > 0x7f) {
+    b[at++] = (x % 0x80) | 0x80;
+    x = Math.floor(x / 0x80);
   }
-  b[at++] = Number(y);
+  b[at++] = x;
   return at;
 }
 
