@@ -41,6 +41,8 @@ export async function serveBench(req: Request, env: Env): Promise<Response> {
       return new Response(await stub.fiveStream());
     case "/_bench/read":
       return new Response(await stub.read(n, size));
+    case "/_bench/readstream":
+      return new Response(await stub.readStream(n, size));
     case "/_bench/insert":
       return Response.json({ rows: await stub.insertFloor(n, size) });
     case "/_bench/directory":
