@@ -46,7 +46,8 @@ describe.each([
     const got = [];
     for await (const r of client.replay(t.session.metadata!.uid)) got.push(r);
     expect(got.map((r) => r.seq)).toEqual(t.records.map((r) => r.seq));
-    expect(got.map((r) => r.hash)).toEqual(t.records.map((r) => r.hash));
+    expect(got.map((r) => r.contentHash)).toEqual(t.records.map((r) => r.contentHash));
+    expect(got[0]!.contentHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it("errors: a ConnectError with the server's code, and one actionable line", async () => {
