@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fromBinary, toJson } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import initSqlJs from "sql.js";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
 
@@ -56,7 +56,12 @@ function independentlyVerify(rows: readonly Row[]): number {
 }
 
 describe("agentctl export", () => {
-  const dir = mkdtempSync(join(tmpdir(), "agentctl-export-"));
+  // Made in beforeAll, not while the file is collected: a run that skips every test here (a -t
+  // filter) runs no afterAll, and the leak check would find the folder.
+  let dir = "";
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "agentctl-export-"));
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("export: writes one row per record that an independent verifier accepts", async () => {
