@@ -8,21 +8,14 @@ import type { SqlDb, SqlRow, SqlValue } from "./sql.js";
 export function sqlDbFromStorage(storage: DurableObjectStorage): SqlDb {
   return {
     query<T extends SqlRow>(sql: string, ...params: SqlValue[]): T[] {
-      const cursor = storage.sql.exec(sql, ...params.map(toBinding));
-      // Rows are built here from the raw value arrays rather than taken from toArray(): objects
-      // made in JS with the same keys in the same order share one shape, where walking the keys of
-      // the runtime's own row objects cost a few microseconds a row (most of a Replay's CPU).
-      const names = cursor.columnNames;
-      const rows: Record<string, SqlValue>[] = [];
-      for (const values of cursor.raw()) {
-        const row: Record<string, SqlValue> = {};
-        for (let i = 0; i < names.length; i++) {
-          const v = values[i]!;
-          row[names[i]!] = v instanceof ArrayBuffer ? new Uint8Array(v) : v;
+      const rows = storage.sql.exec(sql, ...params.map(toBinding)).toArray();
+      for (const row of rows) {
+        for (const k in row) {
+          const v = row[k];
+          if (v instanceof ArrayBuffer) (row as Record<string, unknown>)[k] = new Uint8Array(v);
         }
-        rows.push(row);
       }
-      return rows as T[];
+      return rows as unknown as T[];
     },
     transaction<T>(fn: () => T): T {
       return storage.transactionSync(fn);
