@@ -11,7 +11,7 @@
  */
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeFromString } from "@connectrpc/connect/protocol-connect";
+import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
 import { decodeBinary } from "../proto/binary-reader.js";
 import { encodeBinary } from "../proto/binary-writer.js";
 import { concatBytes } from "../proto/bytes.js";
@@ -105,7 +105,11 @@ function endOfStream(method: string, payload: Uint8Array): void {
   if (end.error) throw new ConnectError(end.error.message ?? "", codeFromString(end.error.code ?? "") ?? Code.Unknown);
 }
 
-/** An answer that is not a stream: the Connect error in its JSON body, or one for its HTTP status. */
+/**
+ * An answer that is not a stream: the Connect error in its JSON body (the host's own refusals
+ * carry one), or else the error connect-es gives for the HTTP status, in its words ("HTTP 503",
+ * UNAVAILABLE), so callers that retry on it behave alike on both paths.
+ */
 async function httpError(res: Response): Promise<ConnectError> {
   const text = await res.text().catch(() => "");
   try {
@@ -115,8 +119,5 @@ async function httpError(res: Response): Promise<ConnectError> {
   } catch {
     // not JSON
   }
-  return new ConnectError(
-    `HTTP ${res.status} ${text.slice(0, 200)}`.trim(),
-    res.status === 401 ? Code.Unauthenticated : res.status === 403 ? Code.PermissionDenied : Code.Unknown,
-  );
+  return new ConnectError(`HTTP ${res.status}`, codeFromHttpStatus(res.status));
 }

@@ -140,6 +140,28 @@ describe("exec off the wire", () => {
     expect((await shape(client.raw.exec(request(uid, ["x"]), { signal: ac.signal }))).error?.code).toBe(Code.Canceled);
   });
 
+  it("exec and replay: an answer that is not a stream (a proxy's 503, a 404) gets connect-es's code and message", async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      const status = req.url!.endsWith("/Exec") ? 503 : 404;
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end("Your worker restarted mid-request. Please try sending the request again.");
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const standIn = new SessionsClient({ server: baseUrl });
+      const exec = await shape(execUpdates({ baseUrl, fetch: (i, init) => fetch(i, init) }, request("sess-000000000000000000000000", ["x"])));
+      expect(exec.error).toEqual({ code: Code.Unavailable, message: "HTTP 503" });
+      expect(exec).toEqual(await shape(standIn.raw.exec(request("sess-000000000000000000000000", ["x"]))));
+      const replay = await collect(standIn.replay("sess-000000000000000000000000"));
+      expect(replay.error).toEqual({ code: Code.Unimplemented, message: "HTTP 404" });
+      expect(replay).toEqual(await collect(standIn.raw.replay({ session: "sess-000000000000000000000000", fromSeq: 0n, toSeq: 0n })));
+    } finally {
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
+
   it("exec: a stream that ends without its end frame is UNAVAILABLE, after the messages that did arrive", async () => {
     const update = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "session", value: { lastSeq: 3n } } }));
     const envelope = Buffer.alloc(5 + update.length);
