@@ -108,6 +108,8 @@ function send(url: URL, agent: http.Agent, init: RequestInit, body: Body): Promi
               ctl.error(reason);
             };
             res.on("data", (chunk: Buffer) => {
+              // Bytes still in flight after an abort or a cancel: the stream is already closed to them.
+              if (!abortBody) return;
               ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
               // The reader is behind: stop reading the socket until it asks for more.
               if ((ctl.desiredSize ?? 1) <= 0) res.pause();
