@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { WebSocketServer, type WebSocket } from "ws";
+import { refuseUpgrade } from "../support/refuse-upgrade.js";
 import { HarnessMessageSchema, HostMessageSchema, type HarnessMessage, type Hello } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { EventKind } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../../../proto/messages.js";
@@ -64,10 +65,7 @@ export async function startFakeTunnel(o: { oneTime?: boolean } = {}): Promise<Fa
     const authorization = req.headers.authorization;
     const token = authorization?.startsWith("Bearer ") ? authorization.slice(7) : "";
     if (refused.has(token) || (o.oneTime && used.has(token))) {
-      const body = JSON.stringify({ code: "unauthenticated", message: "this one-time token is unknown, used or expired" });
-      socket.end(
-        `HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      refuseUpgrade(socket, 401, "unauthenticated", "this one-time token is unknown, used or expired");
       return;
     }
     used.add(token);

@@ -10,6 +10,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "no
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { WebSocketServer, type WebSocket } from "ws";
+import { refuseUpgrade } from "../support/refuse-upgrade.js";
 import type { Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import type { ControllerFrameSchema, StartSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import {
@@ -57,10 +58,7 @@ export async function startFakeHost(o: FakeHostOptions = {}): Promise<FakeHost> 
         ? { status: 401, code: "unauthenticated", message: "bad or missing token" }
         : undefined);
     if (refusal) {
-      const body = JSON.stringify({ code: refusal.code, message: refusal.message });
-      socket.end(
-        `HTTP/1.1 ${refusal.status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      refuseUpgrade(socket, refusal.status, refusal.code, refusal.message);
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
