@@ -61,6 +61,8 @@ export interface ConfigEnv {
   AUTH_JWT_JWKS_URL?: string;
   /** How long a fetched key set is used before it is fetched again (default 600). */
   AUTH_JWT_JWKS_TTL_SECONDS?: string;
+  /** The least time between early refetches (an unknown kid, a failed fetch), 1–3600 (default 30). */
+  AUTH_JWT_JWKS_REFETCH_SECONDS?: string;
   AUTH_JWT_TENANT_CLAIM?: string;
   AUTH_JWT_PRINCIPAL_CLAIM?: string;
   AUTH_JWT_ROLES_CLAIM?: string;

@@ -2,8 +2,8 @@
  * The public keys JWTs are verified against (jwt.ts): the static AUTH_JWT_JWKS, the identity
  * provider's published set at AUTH_JWT_JWKS_URL, or both. A published set is fetched when first
  * needed, again when it is older than its TTL, and early when a token names a kid it does not hold
- * (the provider rotated), at most once per REFETCH_GAP_MS so unknown kids cannot make us hammer
- * the provider. When a fetch fails the last good set stays in use; with none yet, verification
+ * (the provider rotated), at most once per refetch gap (AUTH_JWT_JWKS_REFETCH_SECONDS, 30 s by
+ * default) so unknown kids cannot make us hammer the provider. When a fetch fails the last good set stays in use; with none yet, verification
  * answers "unavailable". Keys are imported with jose (`importJWK`), which verifies the tokens too
  * (jwt.ts); this module keeps only the policy of which keys to trust and when to fetch them.
  * Test: test/node/auth/jwks.test.ts.
@@ -25,8 +25,8 @@ export const ALGS = {
   ES256: { members: ["x", "y"] },
 } as const;
 
-/** Early refetches (an unknown kid, a failed fetch) are at least this far apart. */
-export const REFETCH_GAP_MS = 30_000;
+/** Early refetches (an unknown kid, a failed fetch) are at least this far apart unless set otherwise. */
+export const REFETCH_GAP_SECONDS = 30;
 const FETCH_TIMEOUT_MS = 5_000;
 /** A JWKS is a few kilobytes; far more is not a key set. */
 const MAX_JWKS_BYTES = 256 * 1024;
@@ -123,6 +123,8 @@ export interface KeySetOptions {
   staticKeys: JwkKey[];
   url?: string;
   ttlSeconds: number;
+  /** The least time between early refetches (default REFETCH_GAP_SECONDS). */
+  refetchGapSeconds?: number;
   fetch?: typeof fetch;
   nowMs?: () => number;
 }
@@ -142,6 +144,7 @@ export function createKeySet(o: KeySetOptions): KeySet {
   let lastAttempt = -Infinity;
   let lastError = "";
   let inflight: Promise<void> | undefined;
+  const gapMs = (o.refetchGapSeconds ?? REFETCH_GAP_SECONDS) * 1000;
 
   const refresh = (): Promise<void> =>
     (inflight ??= (async () => {
@@ -163,7 +166,7 @@ export function createKeySet(o: KeySetOptions): KeySet {
       // None yet, too old, or the provider may have rotated: fetch (or join the fetch under way),
       // unless the last attempt was moments ago.
       const wanted = !published || now() - published.at > o.ttlSeconds * 1000 || unknownKid;
-      if (wanted && (inflight !== undefined || now() - lastAttempt >= REFETCH_GAP_MS)) await refresh();
+      if (wanted && (inflight !== undefined || now() - lastAttempt >= gapMs)) await refresh();
       if (!published && fixed.length === 0) {
         return { ok: false, unavailable: `the identity provider's keys could not be fetched (${lastError || "no answer yet"})` };
       }

@@ -8,7 +8,7 @@
  */
 import { base64url, compactVerify } from "jose";
 import type { ConfigEnv } from "../../objects/config.js";
-import { createKeySet, jwksUrlProblem, parseStaticKeys, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
+import { createKeySet, jwksUrlProblem, parseStaticKeys, REFETCH_GAP_SECONDS, type Alg, type JwkKey, type KeySet, type TrustedKey } from "./jwks.js";
 
 export type { JwkKey } from "./jwks.js";
 export interface JwtSettings {
@@ -18,6 +18,7 @@ export interface JwtSettings {
   keys: JwkKey[];
   jwksUrl?: string;
   jwksTtlSeconds: number;
+  jwksRefetchSeconds: number;
   tenantClaim: string;
   principalClaim: string;
   rolesClaim: string;
@@ -73,6 +74,9 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   const ttlRaw = env.AUTH_JWT_JWKS_TTL_SECONDS?.trim() || "600";
   if (!/^\d+$/.test(ttlRaw) || Number(ttlRaw) < 60 || Number(ttlRaw) > 86_400)
     return "AUTH_JWT_JWKS_TTL_SECONDS must be a whole number of seconds from 60 to 86400";
+  const refetchRaw = env.AUTH_JWT_JWKS_REFETCH_SECONDS?.trim() || String(REFETCH_GAP_SECONDS);
+  if (!/^\d+$/.test(refetchRaw) || Number(refetchRaw) < 1 || Number(refetchRaw) > 3600)
+    return "AUTH_JWT_JWKS_REFETCH_SECONDS must be a whole number of seconds from 1 to 3600";
   const skewRaw = env.AUTH_JWT_SKEW_SECONDS?.trim() || "60";
   const skewSeconds = Number(skewRaw);
   if (!/^\d+$/.test(skewRaw) || skewSeconds > MAX_SKEW_SECONDS) {
@@ -80,7 +84,7 @@ export function parseJwtSettings(env: JwtEnv): JwtSettings | string {
   }
   const claims = claimNames(env);
   if (typeof claims === "string") return claims;
-  return { issuer, audience, keys, jwksUrl, jwksTtlSeconds: Number(ttlRaw), ...claims, skewSeconds };
+  return { issuer, audience, keys, jwksUrl, jwksTtlSeconds: Number(ttlRaw), jwksRefetchSeconds: Number(refetchRaw), ...claims, skewSeconds };
 }
 
 /** A segment in the strict base64url alphabet (RFC 7515 §2: no padding, no "+" or "/"), decoded by jose. */
@@ -197,6 +201,12 @@ export interface JwtVerifier {
 
 /** A verifier that imports the static keys once and keeps the published set fresh (jwks.ts). */
 export function createJwtVerifier(settings: JwtSettings, io: { fetch?: typeof fetch; nowMs?: () => number } = {}): JwtVerifier {
-  const keySet = createKeySet({ staticKeys: settings.keys, url: settings.jwksUrl, ttlSeconds: settings.jwksTtlSeconds, ...io });
+  const keySet = createKeySet({
+    staticKeys: settings.keys,
+    url: settings.jwksUrl,
+    ttlSeconds: settings.jwksTtlSeconds,
+    refetchGapSeconds: settings.jwksRefetchSeconds,
+    ...io,
+  });
   return { verify: (token, nowSeconds) => verifyToken(settings, keySet, token, nowSeconds) };
 }

@@ -4,7 +4,9 @@
  * rotated key verifying once the set is refetched (real keys, WebCrypto).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { createKeySet, jwksUrlProblem, parsePublishedKeys, REFETCH_GAP_MS, type JwkKey } from "../../../worker/auth/jwks.js";
+import { createKeySet, jwksUrlProblem, parsePublishedKeys, REFETCH_GAP_SECONDS, type JwkKey } from "../../../worker/auth/jwks.js";
+
+const REFETCH_GAP_MS = REFETCH_GAP_SECONDS * 1000;
 import { createJwtVerifier, parseJwtSettings } from "../../../worker/auth/jwt.js";
 import { ecPair, rsaPair, sign, type KeyPair } from "../support/jwt-signer.js";
 
@@ -64,6 +66,19 @@ describe("a published key set", () => {
     c.advance(REFETCH_GAP_MS);
     await set.keys("nope-again");
     expect(state.calls).toBe(3);
+  });
+
+  it("the refetch gap is the configured one", async () => {
+    const { state, fetchFn } = idp([jwk(a, "a")]);
+    const c = clock();
+    const set = createKeySet({ staticKeys: [], url: URL_, ttlSeconds: 600, refetchGapSeconds: 5, fetch: fetchFn, nowMs: c.now });
+    await set.keys("a");
+    c.advance(4_999);
+    await set.keys("nope-1");
+    expect(state.calls).toBe(1);
+    c.advance(1);
+    await set.keys("nope-2");
+    expect(state.calls).toBe(2);
   });
 
   it("concurrent first requests share one fetch", async () => {
@@ -130,10 +145,14 @@ describe("a published key set", () => {
 describe("JWT settings and verification with AUTH_JWT_JWKS_URL", () => {
   const env = { AUTH_JWT_ISSUER: "https://idp.example.com/", AUTH_JWT_AUDIENCE: "api" };
 
-  it("needs a key source; the TTL is bounded", () => {
+  it("needs a key source; the TTL and the refetch gap are bounded", () => {
     expect(parseJwtSettings(env)).toContain("neither AUTH_JWT_JWKS nor AUTH_JWT_JWKS_URL");
-    expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: URL_ })).toMatchObject({ keys: [], jwksUrl: URL_, jwksTtlSeconds: 600 });
+    expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: URL_ })).toMatchObject({ keys: [], jwksUrl: URL_, jwksTtlSeconds: 600, jwksRefetchSeconds: 30 });
     expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: URL_, AUTH_JWT_JWKS_TTL_SECONDS: "5" })).toContain("from 60 to 86400");
+    expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: URL_, AUTH_JWT_JWKS_REFETCH_SECONDS: "5" })).toMatchObject({ jwksRefetchSeconds: 5 });
+    for (const bad of ["0", "3601", "1.5", "soon"]) {
+      expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: URL_, AUTH_JWT_JWKS_REFETCH_SECONDS: bad })).toContain("from 1 to 3600");
+    }
     expect(parseJwtSettings({ ...env, AUTH_JWT_JWKS_URL: "http://idp.example.com/jwks" })).toContain("must be https");
   });
 
