@@ -20,6 +20,9 @@ process.env.TMPDIR = process.env.AGENTSESSIONS_TMP;
 export default defineConfig({
   test: {
     reporters: ["default", "./test/summary-reporter.ts"],
+    // Two test files at once even on 2 cores (vitest's default is cores - 1): most files spend
+    // their time waiting on wrangler dev or a child process, not on the CPU.
+    maxWorkers: 2,
     // The Worker's one-line-per-RPC request log is noise in test output.
     onConsoleLog: (log) => !log.includes('"msg":"rpc"'),
     projects: [
