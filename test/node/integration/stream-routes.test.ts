@@ -164,4 +164,24 @@ describe("binary fast paths against the router", () => {
     expect(fastRecords).toEqual(routedRecords);
     expect(JSON.parse(text(fast.frames.at(-1)!.data))).toEqual({});
   });
+
+  it("replay: a 5.8 MB answer of 60 kB records is every record, a chain that verifies, ending OK", async () => {
+    const uid = (await host.client.create({ name: "replay-long" })).metadata!.uid;
+    // Each turn records 32 inputs of 60 kB (under the blob threshold, so inline): 5.8 MB in all.
+    for (const c of "abc") await host.client.exec({ session: uid, inputs: Array.from({ length: 32 }, (_, i) => `${c}${i}`.padEnd(60_000, c)) });
+    const head = (await host.client.get(uid)).lastSeq;
+    const fast = await call(
+      "Replay",
+      "application/connect+proto",
+      envelopeFrame(0, toBinary(ReplayRequestSchema, create(ReplayRequestSchema, { session: uid }))),
+    );
+    const records = fast.frames.filter((f) => f.flags === 0).map((f) => fromBinary(LogRecordSchema, f.data));
+    expect(fast.frames.reduce((n, f) => n + 5 + f.data.length, 0)).toBeGreaterThan(5_000_000);
+    expect(records.map((r) => r.seq)).toEqual(Array.from({ length: Number(head) }, (_, i) => BigInt(i + 1)));
+    const v = new ChainVerifier();
+    for (const r of records) v.push({ seq: r.seq, prevHash: r.prevHash, hash: r.contentHash, event: r.event! });
+    expect(v.report()).toMatchObject({ ok: true, records: head });
+    expect(fast.frames.at(-1)!.flags).toBe(0x02);
+    expect(JSON.parse(text(fast.frames.at(-1)!.data))).toEqual({});
+  });
 });
