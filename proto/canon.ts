@@ -11,6 +11,7 @@
  * The canonical string itself comes from canonical-json.ts, which has no crypto in it, so the
  * inspector UI hashes the very same string with WebCrypto (chain-check.ts).
  */
+import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
@@ -89,6 +90,14 @@ export function modelInputHash(call: ModelCall): string {
   return sha256Hex(canonicalJsonOf(ModelCallSchema, { ...call, id: "", inputHash: "" }));
 }
 
+/**
+ * Node's one-shot `crypto.hash` (Node 20.12 and later, and workerd) where there is one: in Node it
+ * is twice as fast on a record's few hundred bytes, which `agentctl verify` hashes per record.
+ */
+type OneShot = (algorithm: string, data: string | Uint8Array, encoding: "hex") => string;
+// Not in every type package's node:crypto (the Worker's lacks it), so looked up at run time.
+const oneShotHash = (nodeCrypto as { hash?: OneShot }).hash;
+
 export function sha256Hex(s: string | Uint8Array): string {
-  return createHash("sha256").update(s).digest("hex");
+  return oneShotHash ? oneShotHash("sha256", s, "hex") : createHash("sha256").update(s).digest("hex");
 }
