@@ -69,7 +69,12 @@ class GatePeer {
   constructor() {
     this.ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/harness/v1/connect?name=${NAME}`, "agentsessions.harness.v1");
     let welcome!: () => void;
-    this.welcomed = new Promise((ok) => (welcome = ok));
+    let refuse!: (e: Error) => void;
+    this.welcomed = new Promise((ok, fail) => ((welcome = ok), (refuse = fail)));
+    this.welcomed.catch(() => undefined);
+    // A socket error (the host reset the connection) ends the peer; without a listener, ws would
+    // throw it as an uncaught exception and fail the whole run rather than this test.
+    this.ws.on("error", (e) => refuse(e));
     const descriptor = { id: NAME, version: "1", capabilities: { resumability: Resumability.STATELESS_REPLAY } };
     this.ws.on("open", () => this.send({ message: { case: "hello", value: { name: NAME, descriptor, agent: "gate-peer" } } }));
     this.ws.on("message", (data: Buffer) => {

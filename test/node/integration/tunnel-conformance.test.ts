@@ -64,7 +64,12 @@ class WirePeer {
   ) {
     this.ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/harness/v1/connect?name=${name}`, "agentsessions.harness.v1");
     let welcome!: () => void;
-    this.welcomed = new Promise((ok) => (welcome = ok));
+    let refuse!: (e: Error) => void;
+    this.welcomed = new Promise((ok, fail) => ((welcome = ok), (refuse = fail)));
+    this.welcomed.catch(() => undefined);
+    // A socket error (the host reset the connection) ends the peer; without a listener, ws would
+    // throw it as an uncaught exception and fail the whole run rather than this test.
+    this.ws.on("error", (e) => refuse(e));
     const descriptor = { id: name, version: "1", capabilities: { resumability: Resumability.STATELESS_REPLAY, forkSafe: true } };
     this.ws.on("open", () => this.send({ message: { case: "hello", value: { name, descriptor, agent: "conformance-peer" } } }));
     this.ws.on("message", (data: Buffer) => {

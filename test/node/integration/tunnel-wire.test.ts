@@ -41,6 +41,9 @@ class Peer {
   ) {
     this.ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/harness/v1/connect?name=${name}`, "agentsessions.harness.v1");
     this.closed = new Promise((ok) => this.ws.on("close", (code) => ok(code)));
+    // A socket error (the host reset the connection) is followed by "close", which the tests
+    // await; without a listener, ws would throw it as an uncaught exception and fail the run.
+    this.ws.on("error", () => undefined);
     this.ws.on("message", (data: Buffer) => {
       const m = fromBinary(HostMessageSchema, new Uint8Array(data));
       this.received.push(m);
