@@ -254,6 +254,7 @@ describe("parseJwtSettings", () => {
       keys: jwks,
       jwksUrl: undefined,
       jwksTtlSeconds: 600,
+      jwksRefetchSeconds: 30,
       tenantClaim: "tenant",
       principalClaim: "sub",
       rolesClaim: "roles",
