@@ -12,13 +12,14 @@
  * inspector UI hashes the very same string with WebCrypto (chain-check.ts).
  */
 import * as nodeCrypto from "node:crypto";
-import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
 import { canonicalJsonOf } from "./jcs-writer.js";
 import { encodeBinary, encodeBinaryNotingUnknown } from "./binary-writer.js";
+
+const { createHash } = nodeCrypto;
 
 export { canonicalRecordString, eventToCanonicalJson } from "./canonical-json.js";
 
@@ -90,12 +91,12 @@ export function modelInputHash(call: ModelCall): string {
   return sha256Hex(canonicalJsonOf(ModelCallSchema, { ...call, id: "", inputHash: "" }));
 }
 
+type OneShot = (algorithm: string, data: string | Uint8Array, encoding: "hex") => string;
 /**
  * Node's one-shot `crypto.hash` (Node 20.12 and later, and workerd) where there is one: in Node it
- * is twice as fast on a record's few hundred bytes, which `agentctl verify` hashes per record.
+ * is twice as fast on a record's few hundred bytes, which `agentctl verify` hashes per record. Not
+ * in every type package's node:crypto (the Worker's lacks it), so it is looked up at run time.
  */
-type OneShot = (algorithm: string, data: string | Uint8Array, encoding: "hex") => string;
-// Not in every type package's node:crypto (the Worker's lacks it), so looked up at run time.
 const oneShotHash = (nodeCrypto as { hash?: OneShot }).hash;
 
 export function sha256Hex(s: string | Uint8Array): string {

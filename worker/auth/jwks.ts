@@ -3,9 +3,10 @@
  * provider's published set at AUTH_JWT_JWKS_URL, or both. A published set is fetched when first
  * needed, again when it is older than its TTL, and early when a token names a kid it does not hold
  * (the provider rotated), at most once per refetch gap (AUTH_JWT_JWKS_REFETCH_SECONDS, 30 s by
- * default) so unknown kids cannot make us hammer the provider. When a fetch fails the last good set stays in use; with none yet, verification
- * answers "unavailable". Keys are imported with jose (`importJWK`), which verifies the tokens too
- * (jwt.ts); this module keeps only the policy of which keys to trust and when to fetch them.
+ * default) so unknown kids cannot make us hammer the provider. When a fetch fails the last good
+ * set stays in use; with none yet, verification answers "unavailable". Keys are imported with jose
+ * (`importJWK`), which verifies the tokens too (jwt.ts); this module keeps only the policy of which
+ * keys to trust and when to fetch them.
  * Test: test/node/auth/jwks.test.ts.
  */
 import { importJWK } from "jose";

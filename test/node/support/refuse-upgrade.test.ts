@@ -18,11 +18,11 @@ describe("refuseUpgrade", () => {
     http.listen(0, "127.0.0.1");
     await once(http, "listening");
     const { port } = http.address() as AddressInfo;
-    const upgrade = (extra: string) =>
-      `GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
+    const upgrade =
+      "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
     try {
       const plain = connect(port, "127.0.0.1");
-      plain.write(upgrade(""));
+      plain.write(upgrade);
       let text = "";
       for await (const chunk of plain) text += String(chunk);
       expect(text).toMatch(/^HTTP\/1\.1 503 /);
@@ -33,7 +33,7 @@ describe("refuseUpgrade", () => {
       for (let i = 0; i < 5; i++) {
         const s = connect(port, "127.0.0.1");
         s.on("error", () => {});
-        s.write(upgrade(""));
+        s.write(upgrade);
         await once(s, "data");
         s.resetAndDestroy();
       }
