@@ -30,33 +30,65 @@ function frame(kind: number, payload: Uint8Array): Uint8Array {
 
 /** Reassembles frames from arbitrarily split chunks. */
 export class FrameDecoder {
-  private _buf = new Uint8Array(0);
+  private _buf: Uint8Array = new Uint8Array(0);
 
   push(chunk: Uint8Array): Frame[] {
-    const joined = new Uint8Array(this._buf.length + chunk.length);
-    joined.set(this._buf);
-    joined.set(chunk, this._buf.length);
+    const joined = this._join(chunk);
     const frames: Frame[] = [];
     let at = 0;
-    while (joined.length - at >= 5) {
-      const len = new DataView(joined.buffer, joined.byteOffset + at + 1, 4).getUint32(0);
-      if (joined.length - at - 5 < len) break;
-      const payload = joined.slice(at + 5, at + 5 + len);
-      if (joined[at] === UPDATE) frames.push({ kind: "update", bytes: payload });
-      else {
-        const f = JSON.parse(new TextDecoder().decode(payload)) as Pick<Failure, "reason" | "message">;
-        frames.push({ kind: "failure", failure: { ok: false, reason: f.reason, message: f.message } });
+    for (let len = wholeFrame(joined, at); len >= 0; len = wholeFrame(joined, at)) {
+      const payload = joined.subarray(at + 5, at + 5 + len);
+      frames.push(joined[at] === UPDATE ? { kind: "update", bytes: payload } : { kind: "failure", failure: failureOf(payload) });
+      at += 5 + len;
+    }
+    this._buf = joined.subarray(at);
+    return frames;
+  }
+
+  /**
+   * The chunk's whole update frames as they are, byte for byte, and the failure frame that ended
+   * the stream, if one did. An update frame is laid out as a Connect (and gRPC-Web) data envelope,
+   * flags 0, so the Worker forwards these bytes as the response's envelopes without copying them.
+   */
+  relay(chunk: Uint8Array): { envelopes?: Uint8Array; failure?: Failure } {
+    const joined = this._join(chunk);
+    let at = 0;
+    let failure: Failure | undefined;
+    for (let len = wholeFrame(joined, at); len >= 0; len = wholeFrame(joined, at)) {
+      if (joined[at] !== UPDATE) {
+        failure = failureOf(joined.subarray(at + 5, at + 5 + len));
+        break;
       }
       at += 5 + len;
     }
-    this._buf = joined.slice(at);
-    return frames;
+    this._buf = failure ? new Uint8Array(0) : joined.subarray(at);
+    return { envelopes: at > 0 ? joined.subarray(0, at) : undefined, failure };
+  }
+
+  private _join(chunk: Uint8Array): Uint8Array {
+    if (this._buf.length === 0) return chunk;
+    const joined = new Uint8Array(this._buf.length + chunk.length);
+    joined.set(this._buf);
+    joined.set(chunk, this._buf.length);
+    return joined;
   }
 
   /** True when no partial frame is pending. */
   get drained(): boolean {
     return this._buf.length === 0;
   }
+}
+
+/** The payload length of the whole frame at `at`, or -1 when the bytes hold only part of one. */
+function wholeFrame(b: Uint8Array, at: number): number {
+  if (b.length - at < 5) return -1;
+  const len = ((b[at + 1]! << 24) | (b[at + 2]! << 16) | (b[at + 3]! << 8) | b[at + 4]!) >>> 0;
+  return b.length - at - 5 < len ? -1 : len;
+}
+
+function failureOf(payload: Uint8Array): Failure {
+  const f = JSON.parse(new TextDecoder().decode(payload)) as Pick<Failure, "reason" | "message">;
+  return { ok: false, reason: f.reason, message: f.message };
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Exec in a binary encoding, relayed without the router's streaming machinery: the session
- * object's frames (objects/exec-frames.ts) become Connect / gRPC-Web envelopes as they arrive,
- * every ExecUpdate's bytes untouched, and the object's failure frame becomes the stream's error
- * ending. Connect-es would decode nothing here either (binary passthrough), but it pipes each
+ * object's update frames (objects/exec-frames.ts) are forwarded as they arrive, byte for byte:
+ * an update frame is laid out as a Connect / gRPC-Web data envelope. The object's failure frame
+ * becomes the stream's error ending, and a stream that stops mid-frame ends UNAVAILABLE. Connect-es would decode nothing here either (binary passthrough), but it pipes each
  * message through several async generators; this is the turn's hot path.
  *
  * Like the Replay fast path (record-stream-route.ts), it serves only one plain binary envelope
@@ -18,9 +18,7 @@ import { Code, ConnectError, createContextValues, type HandlerContext } from "@c
 import type { HostLimits } from "../objects/config.js";
 import { type Env, FrameDecoder } from "../objects/index.js";
 import { ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
-import { concatBytes } from "../proto/bytes.js";
 import { numberViolation } from "../proto/numbers.js";
-import { envelopeFrame } from "../proto/record-envelopes.js";
 import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
@@ -99,21 +97,13 @@ export async function serveBinaryExec(
           return end(ctl, new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
         }
         if (chunk.done) return end(ctl, decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-        const out: Uint8Array[] = [];
-        let failure: ConnectError | undefined;
-        for (const f of decoder.push(chunk.value)) {
-          if (f.kind === "failure") {
-            failure = connectErrorFrom(f.failure);
-            break;
-          }
-          out.push(envelopeFrame(0, f.bytes));
-        }
-        if (out.length > 0) {
+        const { envelopes, failure } = decoder.relay(chunk.value);
+        if (envelopes) {
           firstMessageMs ??= Date.now() - started;
-          ctl.enqueue(concatBytes(out));
+          ctl.enqueue(envelopes);
         }
-        if (failure) return end(ctl, failure);
-        if (out.length > 0) return;
+        if (failure) return end(ctl, connectErrorFrom(failure));
+        if (envelopes) return;
       }
     },
     cancel(reason) {
