@@ -6,15 +6,17 @@
  * turn, reported FAILED until Resume (or an inputless Exec) recovers it. A parked turn is AWAITING
  * until its receipt; `pending_approval` names its request while it has no decision.
  */
-import { clone, create } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { ApprovalRefSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ExecState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecState, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import type { Head } from "../journal/journal.js";
 import type { SessionMeta } from "./meta-store.js";
 
 export function renderSession(meta: SessionMeta, head: Head, live: boolean): Session {
-  const s = clone(SessionSchema, meta.statics);
+  // A shallow copy: only top-level fields (and metadata, copied below) differ from the stored
+  // statics, and every caller encodes the result without changing it.
+  const s: Session = { ...meta.statics };
   s.metadata = {
     ...(s.metadata ?? { $typeName: "agentsessions.v1.ResourceMetadata", project: "", name: "", uid: "", version: 0n }),
     uid: meta.uid,
