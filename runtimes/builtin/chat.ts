@@ -290,13 +290,10 @@ export function estimateTokens(messages: readonly Message[]): number {
 
 /** System prompt, then the prior conversation in journal order, then this turn's inputs once. */
 export function conversation(start: HarnessStart, config: ChatConfig): Message[] {
-  const out: Message[] = [];
-  if (config.system_prompt) out.push(textMessage("system", config.system_prompt));
+  const system = config.system_prompt ? [textMessage("system", config.system_prompt)] : [];
   const { messages, open } = historyConversation(start.history);
-  out.push(...messages);
-  out.push(...unanswered(new Map(open)));
-  out.push(...start.inputs);
-  return out;
+  // concat, not push(...): a long session's messages are more arguments than a call can take.
+  return system.concat(messages, unanswered(new Map(open)), start.inputs);
 }
 
 /** The conversation a history says (before any trailing unanswered calls), and the calls still open. */

@@ -240,4 +240,20 @@ describe("chat conversation, continued turn by turn", () => {
       expect(continued.map((m) => toJson(MessageSchema, m))).toEqual(rebuilt.map((m) => toJson(MessageSchema, m)));
     }
   });
+
+  it("conversation: a session of 300,000 messages without compaction is handed whole (more than a call's arguments)", () => {
+    const history = Array.from({ length: 300_000 }, (_, i) =>
+      create(EventSchema, {
+        executionId: `e${i >> 1}`,
+        kind: i % 2 ? EventKind.EVENT_OUTPUT : EventKind.EVENT_INPUT,
+        body: { case: "message", value: userText(`m${i}`) },
+      }),
+    );
+    const start = { history, inputs: [userText("now")] } as unknown as HarnessStart;
+    const messages = conversation(start, { system_prompt: "be brief" });
+    expect(messages.length).toBe(300_002);
+    expect(messages[1]).toBe(history[0]!.body.value);
+    expect(messages.at(-2)).toBe(history.at(-1)!.body.value);
+    expect(messages.at(-1)).toEqual(userText("now"));
+  });
 });
