@@ -93,13 +93,28 @@ export function isSummary(summary: Event, marker: Event): boolean {
  */
 export function boundHistory(events: readonly Event[], end = events.length): Event[] {
   for (let m = end - 1; m >= 1; m--) {
-    const n = compactedThrough(events[m]!);
-    if (n === undefined || !isSummary(events[m - 1]!, events[m]!)) continue;
-    // The host only writes N below the compacting execution's start (objects/controller/live-sink.ts).
-    if (n >= BigInt(m)) continue;
-    const out: Event[] = [events[m - 1]!, events[m]!];
-    for (let i = Number(n); i < end; i++) if (i !== m - 1 && i !== m) out.push(events[i]!);
-    return out;
+    const n = markerAt(events, m);
+    if (n !== undefined) return historyAt(events, end, m, n);
   }
   return events.slice(0, end);
+}
+
+/**
+ * N when `events[m]` is a compaction point's marker: it follows its summary and compacts through
+ * an N below its own place (the host only writes N below the compacting execution's start:
+ * objects/controller/live-sink.ts). Depends on `events[m - 1]` and `events[m]` only, so a reader
+ * that keeps the journal can note its markers as records arrive (objects/session/session-cache.ts).
+ */
+export function markerAt(events: readonly Event[], m: number): bigint | undefined {
+  if (m < 1) return undefined;
+  const n = compactedThrough(events[m]!);
+  if (n === undefined || !isSummary(events[m - 1]!, events[m]!) || n >= BigInt(m)) return undefined;
+  return n;
+}
+
+/** The history before `end` bounded at the marker `events[m]`, which compacts through `n`: summary, marker, then records n + 1 on. */
+export function historyAt(events: readonly Event[], end: number, m: number, n: bigint): Event[] {
+  const out: Event[] = [events[m - 1]!, events[m]!];
+  for (let i = Number(n); i < end; i++) if (i !== m - 1 && i !== m) out.push(events[i]!);
+  return out;
 }

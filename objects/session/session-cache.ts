@@ -15,7 +15,7 @@ import { decodeBinary } from "../../proto/binary-reader.js";
 import { type Event, EventKind, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
-import { boundHistory, compactedThrough, isSummary } from "../../runtimes/compaction.js";
+import { compactedThrough, historyAt, isSummary, markerAt } from "../../runtimes/compaction.js";
 
 /** Stored bytes of journal kept decoded in memory at most (the isolate has 128 MB for every object). */
 export const DEFAULT_CACHE_MAX_BYTES = 16 * 1024 * 1024;
@@ -27,6 +27,8 @@ interface Loaded {
   /** The same records' events alone (what a harness's Start.history is made of). */
   list: Event[];
   log: ExecutionLog;
+  /** Indices into `list` of its compaction markers (compaction.ts markerAt), ascending. */
+  markers: number[];
   bytes: number;
   /** Seqs run 1, 2, 3, ... with no gap (a tampered file may have one: then nothing is cached). */
   contiguous: boolean;
@@ -79,24 +81,29 @@ export class SessionCache {
     const loaded = this._load();
     if (loaded) {
       const end = to < BigInt(loaded.list.length) ? Number(to) : loaded.list.length;
-      return boundHistory(loaded.list, end);
+      // The latest marker before `end`, without scanning the journal for it (what boundHistory does).
+      const { markers, list } = loaded;
+      let k = markers.length - 1;
+      while (k >= 0 && markers[k]! >= end) k--;
+      return k < 0 ? list.slice(0, end) : historyAt(list, end, markers[k]!, markerAt(list, markers[k]!)!);
     }
     const journal = this._journal();
-    const tail: LoggedEvent[] = [];
+    let tail: LoggedEvent[] = [];
     for (let hi = to; hi >= 1n; ) {
       const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
       const page = readRange(journal, lo, hi);
-      tail.unshift(...page);
+      tail = page.concat(tail);
       // The page just read is tail[0 .. page.length - 1]; tail[page.length] was the previous page's
       // first record, skipped then for want of the record before it.
       for (let at = Math.min(page.length, tail.length - 1); at >= 1; at--) {
         const n = compactedThrough(tail[at]!.event);
         if (n === undefined || !isSummary(tail[at - 1]!.event, tail[at]!.event)) continue;
         if (n >= tail[at - 1]!.seq) continue;
-        // Read back to N + 1 if the tail does not reach it yet, then bound it as boundHistory does.
-        if (tail[0]!.seq > n + 1n) tail.unshift(...readRange(journal, n + 1n, tail[0]!.seq - 1n));
-        const summary = tail.find((e) => e.seq === tail[at]!.seq - 1n)!;
-        const marker = tail.find((e) => e.seq === summary.seq + 1n)!;
+        // Read back to N + 1 if the tail does not reach it yet (which moves the marker's index),
+        // then bound it as boundHistory does.
+        const marker = tail[at]!;
+        const summary = tail[at - 1]!;
+        if (tail[0]!.seq > n + 1n) tail = readRange(journal, n + 1n, tail[0]!.seq - 1n).concat(tail);
         return [summary.event, marker.event, ...tail.filter((e) => e.seq > n && e !== summary && e !== marker).map((e) => e.event)];
       }
       hi = lo - 1n;
@@ -131,6 +138,7 @@ export class SessionCache {
       }
       loaded.events.push({ seq: r.seq, event: r.decoded });
       loaded.list.push(r.decoded);
+      noteMarker(loaded.list, loaded.markers);
       loaded.log.push(r.seq, r.decoded);
       loaded.bytes += r.event.length;
     }
@@ -160,11 +168,17 @@ export class SessionCache {
   }
 }
 
+/** Notes the list's last event if it is a compaction marker. */
+function noteMarker(list: readonly Event[], markers: number[]): void {
+  if (markerAt(list, list.length - 1) !== undefined) markers.push(list.length - 1);
+}
+
 /** Reads and parses the whole journal; stops early (bytes over the limit) once `stopAbove` is passed. */
 function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded {
   const events: LoggedEvent[] = [];
   const list: Event[] = [];
   const log = new ExecutionLog();
+  const markers: number[] = [];
   let bytes = 0;
   let contiguous = true;
   for (let at = 1n; ; ) {
@@ -174,10 +188,11 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
       if (r.seq !== BigInt(events.length + 1)) contiguous = false;
       events.push({ seq: r.seq, event });
       list.push(event);
+      noteMarker(list, markers);
       log.push(r.seq, event);
       bytes += r.event.length;
     }
-    if (bytes > stopAbove || page.length < PAGE) return { events, list, log, bytes, contiguous };
+    if (bytes > stopAbove || page.length < PAGE) return { events, list, log, markers, bytes, contiguous };
     at = page[page.length - 1]!.seq + 1n;
   }
 }

@@ -14,7 +14,7 @@ import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from ".
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
 import { rng } from "../support/random-messages.js";
-import { compactionMarker, compactionOf } from "../../../runtimes/compaction.js";
+import { boundHistory, compactionMarker, compactionOf } from "../../../runtimes/compaction.js";
 
 const ev = (executionId: string, kind: EventKind, body: { case: string | undefined; value?: unknown } = { case: undefined }): Event =>
   create(EventSchema, { executionId, kind, body: body as never });
@@ -62,6 +62,10 @@ function randomStep(r: ReturnType<typeof rng>, n: number, open: Open | undefined
     open.gate = undefined;
     return [ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: g.call, approvalRequestSeq: g.request, approvalDecisionSeq: g.decision } })];
   }
+  if (r.chance(0.03)) {
+    // A compaction point: the summary, then its marker compacting through a random earlier seq.
+    return [ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText("summary") }), compactionMarker(id, BigInt(r.int(Number(head))))];
+  }
   switch (r.int(12)) {
     case 0:
       return [ev(id, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "echo", id: `m${n}` } })];
@@ -103,6 +107,7 @@ function randomStep(r: ReturnType<typeof rng>, n: number, open: Open | undefined
 describe("the session's in-memory journal", () => {
   it("cache: appended record by record, it equals a cache rebuilt from SQLite and parseExecutions, on 40 random journals of up to 600 records", async () => {
     let malformed = 0;
+    let compacted = 0;
     for (let seed = 1; seed <= 40; seed++) {
       const r = rng(seed);
       const fx = setup();
@@ -126,6 +131,12 @@ describe("the session's in-memory journal", () => {
           expect(s.parsedLog()).toEqual(parseExecutions(stored));
           expect(s.cache.latestOpen()).toBe(rebuilt.latestOpen());
           expect(s.events(3n, 9n)).toEqual(stored.slice(2, 9));
+          const events = stored.map((x) => x.event);
+          for (const to of [1n, BigInt(stored.length >> 1), BigInt(stored.length - 1), BigInt(stored.length)]) {
+            expect(s.cache.history(to)).toEqual(boundHistory(events, Number(to)));
+            expect(rebuilt.history(to)).toEqual(boundHistory(events, Number(to)));
+          }
+          compacted += Number(compactionOf(s.cache.history(BigInt(stored.length))) !== undefined);
         }
       }
       if (!s.parsedLog().ok) malformed++;
@@ -134,6 +145,9 @@ describe("the session's in-memory journal", () => {
     // The journals must exercise both outcomes.
     expect(malformed).toBeGreaterThan(2);
     expect(malformed).toBeLessThan(38);
+    // And histories bounded at a compaction point as well as whole ones.
+    expect(compacted).toBeGreaterThan(20);
+    expect(compacted).toBeLessThan(220);
   });
 
   it("cache: turns, a crash (a new host over the same storage), a recovery and a cancel leave it equal to a rebuild", async () => {
@@ -195,5 +209,37 @@ describe("the session's in-memory journal", () => {
     expect(kept.latestOpen()).toBe(true);
     inject(fx.host, [ev("e259", EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } })]);
     expect(new SessionCache(() => s.journal, 200).latestOpen()).toBe(false);
+  });
+  it("cache: over its byte budget, a compacting turn split across two pages of the read back is still bounded at its summary", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    // Ten plain turns, one that compacts them, then 600 records of plain turns: the read back
+    // from the head reaches the marker only in its second page, and the page boundary is swept
+    // over the compacting turn's start, input, summary and marker.
+    const turn = (id: string, compactThrough?: bigint) => [
+      ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n } }),
+      ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText(`in ${id}`) }),
+      ...(compactThrough === undefined
+        ? []
+        : [ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText(`summary ${id}`) }), compactionMarker(id, compactThrough)]),
+      ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText(`out ${id}`) }),
+      ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+    ];
+    for (let i = 0; i < 10; i++) inject(fx.host, turn(`a${i}`));
+    const start = s.journal.head().seq + 1n;
+    inject(fx.host, turn("compacting", start - 1n));
+    for (let i = 0; i < 150; i++) inject(fx.host, turn(`b${i}`));
+    const stored = s.journal.read(1n, 0n, 10_000).map((x) => fromBinary(EventSchema, x.event));
+    const kept = new SessionCache(() => s.journal);
+    const small = new SessionCache(() => s.journal, 200);
+    // The first page read is [to - 511, to]: its first record runs from the turn's start to past its marker.
+    for (let first = start - 1n; first <= start + 4n; first++) {
+      const to = first + 511n;
+      const want = boundHistory(stored, Number(to));
+      expect(compactionOf(want)).toBeDefined();
+      expect(small.history(to)).toEqual(want);
+      expect(kept.history(to)).toEqual(want);
+    }
   });
 });
