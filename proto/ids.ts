@@ -2,6 +2,7 @@
  * Identifier formats (docs/contract.md §9): session uids are `sess-` + 24 lowercase hex, execution and
  * model-call ids 16 lowercase hex. Branded so a seq, a uid and a hash cannot be swapped by mistake.
  */
+import { hexOf } from "./bytes.js";
 
 export type SessionUid = string & { readonly __brand: "SessionUid" };
 export type ExecutionId = string & { readonly __brand: "ExecutionId" };
@@ -38,7 +39,6 @@ export function parseTenantId(s: string): TenantId | undefined {
 
 export const DEFAULT_TENANT = "default" as TenantId;
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 /** Random bytes drawn from the platform's CSPRNG a page at a time; each byte is handed out once. */
 const POOL_BYTES = 4096;
 let pool = new Uint8Array(0);
@@ -51,8 +51,7 @@ export function randomHex(bytes: number): string {
     pool = crypto.getRandomValues(new Uint8Array(POOL_BYTES));
     used = 0;
   }
-  let s = "";
-  for (let i = used; i < used + bytes; i++) s += HEX[pool[i]!];
+  const s = hexOf(pool.subarray(used, used + bytes));
   pool.fill(0, used, used + bytes);
   used += bytes;
   return s;

@@ -17,6 +17,8 @@ import { contentDigest, eventToStoredBytes, GENESIS_HASH, storedBytesIfNoUnknown
 import { isNormalShape, normalizeEvent } from "../../proto/normalize.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb } from "../storage/sql.js";
+import { bytesOfHex, hexOf } from "../../proto/bytes.js";
+import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -269,34 +271,61 @@ export class Journal {
   /**
    * Copies records verbatim (same seq, prev_hash, hash, event bytes) into an empty journal: the
    * prefix of a fork child. Links are checked; hashes are trusted because they were checked when
-   * the parent wrote them and any verifier recomputes them.
+   * the parent wrote them and any verifier recomputes them. (A fork packs them: `seedPacked`.)
    */
   seed(
     records: readonly StoredRecord[],
-    project?: (records: readonly StoredRecord[]) => void,
-  ): { ok: true } | { ok: false; reason: "not_empty" | "broken_link"; seq: bigint } {
+    project?: (records: readonly { seq: bigint; event: Uint8Array }[]) => void,
+  ): { ok: true } | { ok: false; reason: "broken_link"; seq: bigint } {
+    const r = this.seedPacked(packRecords(records), project);
+    return r.ok ? { ok: true } : r;
+  }
+
+  /**
+   * Stores records packed by record-pack.ts from the pack's own bytes, after the head: nothing is
+   * unpacked into records, hashes stay bytes and only the new head's is made hex. Every record
+   * must follow the one before it (its seq next, its prev_hash that record's hash, the first's
+   * the head's), or nothing is stored. `project` gets each record's seq and event bytes, in the
+   * same transaction.
+   */
+  seedPacked(
+    pack: Uint8Array,
+    project?: (records: readonly { seq: bigint; event: Uint8Array }[]) => void,
+  ): { ok: true; records: number } | { ok: false; reason: "broken_link"; seq: bigint } {
     const head = this.head();
-    let expected = head.seq + 1n;
-    let prev: string = head.hash;
-    for (const r of records) {
-      if (r.seq !== expected || r.prevHash !== prev) return { ok: false, reason: "broken_link", seq: r.seq };
-      expected++;
-      prev = r.hash;
-    }
-    if (records.length === 0) return { ok: true };
-    this._db.transaction(() => {
-      // Many rows per statement: a Durable Object binds at most 100 parameters to one.
-      for (let i = 0; i < records.length; i += SEED_ROWS) {
-        const batch = records.slice(i, i + SEED_ROWS);
-        const params: (number | string | Uint8Array)[] = [];
-        for (const r of batch) params.push(Number(r.seq), hashBytes(r.hash), Number(r.fence), r.event);
-        this._db.query(insertRows(batch.length), ...params);
+    const rows: PackedRecord[] = [];
+    let expected = Number(head.seq) + 1;
+    let prev: Uint8Array | undefined = head.seq === 0n ? undefined : bytesOfHex(head.hash);
+    let broken: number | undefined;
+    eachPacked(pack, (r) => {
+      if (broken !== undefined) return;
+      if (r.seq !== expected || !sameHash(r.prevHash, prev)) broken = r.seq;
+      else {
+        rows.push(r);
+        expected++;
+        prev = r.hash;
       }
-      project?.(records);
     });
-    const last = records[records.length - 1]!;
-    this._head = { seq: last.seq, hash: last.hash };
-    return { ok: true };
+    if (broken !== undefined) return { ok: false, reason: "broken_link", seq: BigInt(broken) };
+    if (rows.length === 0) return { ok: true, records: 0 };
+    this._db.transaction(() => {
+      for (let i = 0; i < rows.length; i += SEED_ROWS) {
+        const n = Math.min(SEED_ROWS, rows.length - i);
+        const params: (number | Uint8Array)[] = new Array(n * 4);
+        for (let k = 0; k < n; k++) {
+          const r = rows[i + k]!;
+          params[4 * k] = r.seq;
+          params[4 * k + 1] = r.hash;
+          params[4 * k + 2] = r.fence;
+          params[4 * k + 3] = r.event;
+        }
+        this._db.query(insertRows(n), ...params);
+      }
+      project?.(rows.map((r) => ({ seq: BigInt(r.seq), event: r.event })));
+    });
+    const last = rows[rows.length - 1]!;
+    this._head = { seq: BigInt(last.seq), hash: hashHex(last.hash) };
+    return { ok: true, records: rows.length };
   }
 
   /** Records with from <= seq <= to (to = 0 means head), at most `limit`, verbatim. */
@@ -337,6 +366,14 @@ export class Journal {
   }
 }
 
+/** Both genesis (undefined), or the same 32 bytes. */
+function sameHash(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -354,23 +391,11 @@ function recordFromRow(row: EventRow, prevHash: ContentHash): StoredRecord {
 /** A stored hash in its wire form: 64 lowercase hex characters. */
 function hashHex(b: Uint8Array | string): ContentHash {
   // A row written by hand (a test tampering with storage) may hold text; it is what it says.
-  if (typeof b === "string") return b as ContentHash;
-  let s = "";
-  for (let i = 0; i < b.length; i++) s += HEX[b[i]!];
-  return s as ContentHash;
+  return (typeof b === "string" ? b : hexOf(b)) as ContentHash;
 }
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
 /** A Timestamp of a time in milliseconds, as timestampFromMs makes it (without create()'s reflection). */
 function timestampOfMs(ms: number): Timestamp {
   const seconds = Math.floor(ms / 1000);
   return { $typeName: "google.protobuf.Timestamp", seconds: BigInt(seconds), nanos: (ms - seconds * 1000) * 1000000 };
-}
-
-/** A content hash as the 32 bytes stored. */
-function hashBytes(hex: string): Uint8Array {
-  const b = new Uint8Array(hex.length >>> 1);
-  for (let i = 0; i < b.length; i++) b[i] = Number.parseInt(hex.substr(i * 2, 2), 16);
-  return b;
 }

@@ -183,7 +183,7 @@ export class SessionHost {
   }
 
   forkSeed(records: StoredRecord[]): Outcome<true> {
-    return forkSeed(this._s, records);
+    return forkSeed(this._s, packRecords(records));
   }
 
   forkFinish(atSeq: bigint, states: States, cloned = false, atMs?: number): Outcome<{ session: Uint8Array; row: DirectoryRow }> {

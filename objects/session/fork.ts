@@ -12,7 +12,6 @@ import { toBinary } from "@bufbuild/protobuf";
 import { ComputeState, SessionSchema, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { createDirectoryRow } from "../directory/directory-row.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
-import type { StoredRecord } from "../journal/journal.js";
 import { unpackRecords } from "../journal/record-pack.js";
 import { notFound, refusalFailure } from "./failures.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
@@ -118,13 +117,14 @@ export function forkBegin(s: SessionState, tenant: string, uid: string, statics:
 }
 
 /** Appends one page of the parent's prefix, verbatim; links are checked, hashes kept as written. */
-export function forkSeed(s: SessionState, records: StoredRecord[]): Outcome<true> {
+export function forkSeed(s: SessionState, pack: Uint8Array): Outcome<true> {
   if (!s.exists()) return notFound();
   // The child's blob index comes with its prefix, in the same transaction (docs/blobs.md).
-  const r = s.journal.seed(records, (seeded) => s.blobIndex.note(seeded));
+  const r = s.journal.seedPacked(pack, (seeded) => s.blobIndex.note(seeded));
   s.cache.reset();
   if (!r.ok) return failure("invalid_log", `fork prefix does not link at seq ${r.seq}: the parent changed under the fork; retry`);
-  s.followers.committed(records);
+  // A child has no followers before it is sealed and listed; were there any, they hear of it.
+  if (s.followers.size > 0) s.followers.committed(unpackRecords(pack));
   return success(true);
 }
 
@@ -170,7 +170,7 @@ export function forkChild(s: SessionState, step: ForkChildStep): Outcome<{ sessi
     if (!begun.ok) return begun;
   }
   for (const pack of step.packs) {
-    const seeded = forkSeed(s, unpackRecords(pack));
+    const seeded = forkSeed(s, pack);
     if (!seeded.ok) return seeded;
   }
   return step.seal ? forkFinish(s, step.seal.atSeq, step.seal.states, step.seal.cloned, step.seal.atMs) : success(true);

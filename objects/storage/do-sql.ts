@@ -8,7 +8,10 @@ import type { SqlDb, SqlRow, SqlValue } from "./sql.js";
 export function sqlDbFromStorage(storage: DurableObjectStorage): SqlDb {
   return {
     query<T extends SqlRow>(sql: string, ...params: SqlValue[]): T[] {
-      const rows = storage.sql.exec(sql, ...params.map(toBinding)).toArray();
+      // workerd binds a Uint8Array as a BLOB of exactly its bytes, a view into a larger buffer
+      // included (docs/platform.md, "SQL bindings"), although its types name ArrayBuffer only: a
+      // fork's copy binds views into the pack it received, and nothing is copied to be bound.
+      const rows = storage.sql.exec(sql, ...(params as (string | number | null | ArrayBuffer)[])).toArray();
       for (const row of rows) {
         for (const k in row) {
           const v = row[k];
@@ -21,11 +24,4 @@ export function sqlDbFromStorage(storage: DurableObjectStorage): SqlDb {
       return storage.transactionSync(fn);
     },
   };
-}
-
-function toBinding(v: SqlValue): string | number | null | ArrayBuffer {
-  if (v instanceof Uint8Array) {
-    return v.byteOffset === 0 && v.byteLength === v.buffer.byteLength ? (v.buffer as ArrayBuffer) : (v.slice().buffer as ArrayBuffer);
-  }
-  return v;
 }

@@ -14,6 +14,9 @@ import { mintSessionUid } from "../../proto/ids.js";
 import { userText } from "../../proto/messages.js";
 import { FrameDecoder } from "../../objects/exec-frames.js";
 import type { SessionObject } from "../../objects/session/object.js";
+import { INITIAL_STATES } from "../../objects/session/meta-store.js";
+import { packRecords, unpackRecords } from "../../objects/journal/record-pack.js";
+import { sqlDbFromStorage } from "../../objects/storage/do-sql.js";
 
 function stubFor(uid: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));
@@ -79,6 +82,46 @@ describe("SessionObject in workerd", () => {
       return state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM events").one().n;
     });
     expect(count).toBe(0);
+  });
+
+  it("SQL bindings: a Uint8Array view into a larger buffer is stored as exactly its own bytes", async () => {
+    const stub = stubFor(mintSessionUid());
+    const stored = await runInDurableObject(stub, (_o: SessionObject, state) => {
+      const db = sqlDbFromStorage(state.storage);
+      db.query("CREATE TABLE views (k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
+      const buffer = new Uint8Array(64).map((_, i) => i);
+      db.query("INSERT INTO views (k, v) VALUES (?, ?), (?, ?)", 1, buffer.subarray(10, 13), 2, buffer.subarray(0, 0));
+      return db.query<{ v: Uint8Array }>("SELECT v FROM views ORDER BY k").map((r) => [...r.v]);
+    });
+    expect(stored).toEqual([[10, 11, 12], []]);
+  });
+
+  it("fork seed: a child stores a packed prefix from the pack's bytes, and its chain verifies", async () => {
+    const parentUid = mintSessionUid();
+    const parent = stubFor(parentUid);
+    await parent.create("default", parentUid, toBinary(SessionSchema, create(SessionSchema, { harness: "echo" })));
+    for (let i = 0; i < 3; i++) {
+      const turn = await parent.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText(`t${i}`)] })));
+      if (!turn.ok) throw new Error(turn.message);
+      await readAll(turn.frames);
+    }
+    const page = await parent.readPacked(1n, 15n, 1 << 20);
+    if (!page.ok) throw new Error(page.message);
+    const childUid = mintSessionUid();
+    const child = stubFor(childUid);
+    const statics = toBinary(SessionSchema, create(SessionSchema, { harness: "echo" }));
+    // Two packs, the second starting mid-turn, as worker/fork.ts splits a long prefix.
+    const records = unpackRecords(page.value.pack);
+    const first = await child.forkChild({ tenant: "default", uid: childUid, statics }, [packRecords(records.slice(0, 7))], undefined);
+    expect(first.ok).toBe(true);
+    const rest = await child.forkChild(undefined, [packRecords(records.slice(7))], { atSeq: 15n, states: INITIAL_STATES });
+    expect(rest.ok).toBe(true);
+    const verified = await child.audit(false);
+    expect(verified.ok && verified.value.chain.ok).toBe(true);
+    const rows = await runInDurableObject(child, (_o: SessionObject, state) =>
+      state.storage.sql.exec<{ seq: number; event: ArrayBuffer }>("SELECT seq, event FROM events WHERE seq <= 15 ORDER BY seq").toArray(),
+    );
+    expect(rows.map((r) => [...new Uint8Array(r.event)])).toEqual(records.map((r) => [...r.event]));
   });
 
   it("Connect through the Worker: CreateSession, Exec and Replay agree record for record", async () => {
