@@ -9,18 +9,27 @@
 
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 
+/**
+ * A record's columns: seq and fence as numbers or bigints, each hash as its 64-character text or
+ * its 32 bytes (written as lowercase hex, as the text would be), "" for none.
+ */
 export interface RecordColumns {
-  seq: bigint;
-  prevHash: string;
-  hash: string;
-  fence: bigint;
+  seq: bigint | number;
+  prevHash: string | Uint8Array;
+  hash: string | Uint8Array;
+  fence: bigint | number;
   event: Uint8Array;
 }
 
 /** Appends enveloped LogRecords to one growing buffer; `take()` hands the bytes out and starts over. */
 export class EnvelopeWriter {
-  private _buf = new Uint8Array(64 * 1024);
+  private _buf: Uint8Array;
   private _len = 0;
+
+  /** `capacity`: the bytes expected, so the buffer need not grow (it does when they are more). */
+  constructor(capacity = 64 * 1024) {
+    this._buf = new Uint8Array(capacity);
+  }
 
   get length(): number {
     return this._len;
@@ -37,13 +46,13 @@ export class EnvelopeWriter {
     b[at + 3] = (size >>> 8) & 0xff;
     b[at + 4] = size & 0xff;
     at += 5;
-    if (r.seq !== 0n) {
+    if (r.seq !== 0n && r.seq !== 0) {
       b[at++] = 0x08;
       at = varint(b, at, r.seq);
     }
-    at = ascii(b, at, 0x12, r.prevHash);
-    at = ascii(b, at, 0x1a, r.hash);
-    if (r.fence !== 0n) {
+    at = hashField(b, at, 0x12, r.prevHash);
+    at = hashField(b, at, 0x1a, r.hash);
+    if (r.fence !== 0n && r.fence !== 0) {
       b[at++] = 0x20;
       at = varint(b, at, r.fence);
     }
@@ -70,21 +79,39 @@ export class EnvelopeWriter {
 function recordSize(r: RecordColumns): number {
   // Lengths as numbers, not bigints: a bigint per field per record was a visible part of a Replay's CPU.
   let n = 0;
-  if (r.seq !== 0n) n += 1 + varintSize(r.seq);
-  if (r.prevHash !== "") n += 1 + varintSize(r.prevHash.length) + r.prevHash.length;
-  if (r.hash !== "") n += 1 + varintSize(r.hash.length) + r.hash.length;
-  if (r.fence !== 0n) n += 1 + varintSize(r.fence);
+  if (r.seq !== 0n && r.seq !== 0) n += 1 + varintSize(r.seq);
+  const prev = hashChars(r.prevHash);
+  if (prev > 0) n += 1 + varintSize(prev) + prev;
+  const hash = hashChars(r.hash);
+  if (hash > 0) n += 1 + varintSize(hash) + hash;
+  if (r.fence !== 0n && r.fence !== 0) n += 1 + varintSize(r.fence);
   return n + 1 + varintSize(r.event.length) + r.event.length;
 }
 
-/** A string field of ASCII characters (hex hashes); omitted when empty, as proto3 omits it. */
-function ascii(b: Uint8Array, at: number, tag: number, s: string): number {
-  if (s === "") return at;
+/** The characters of a hash field: the text's, or two hex digits per byte. */
+function hashChars(h: string | Uint8Array): number {
+  return typeof h === "string" ? h.length : 2 * h.length;
+}
+
+/** A hash as a string field of ASCII characters; omitted when empty, as proto3 omits it. */
+function hashField(b: Uint8Array, at: number, tag: number, h: string | Uint8Array): number {
+  const n = hashChars(h);
+  if (n === 0) return at;
   b[at++] = tag;
-  at = varint(b, at, s.length);
-  for (let i = 0; i < s.length; i++) b[at++] = s.charCodeAt(i);
+  at = varint(b, at, n);
+  if (typeof h === "string") {
+    for (let i = 0; i < h.length; i++) b[at++] = h.charCodeAt(i);
+    return at;
+  }
+  for (let i = 0; i < h.length; i++) {
+    b[at++] = HEX_DIGITS[h[i]! >>> 4]!;
+    b[at++] = HEX_DIGITS[h[i]! & 15]!;
+  }
   return at;
 }
+
+/** The character codes of 0-9a-f. */
+const HEX_DIGITS = new Uint8Array([..."0123456789abcdef"].map((c) => c.charCodeAt(0)));
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 

@@ -16,7 +16,7 @@ import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { contentDigest, eventToStoredBytes, GENESIS_HASH, storedBytesIfNoUnknown, type ContentHash } from "../../proto/canon.js";
 import { isNormalShape, normalizeEvent } from "../../proto/normalize.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
-import type { SqlDb } from "../storage/sql.js";
+import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
 
@@ -58,7 +58,14 @@ const stmts = {
   range: "SELECT seq, hash, fence, event FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
 } as const;
 
-type EventRow = { seq: number; hash: Uint8Array; fence: number; event: Uint8Array };
+/** A committed record's columns as stored (Journal.readColumns): "" is genesis, a hash its 32 bytes. */
+export interface StoredColumns {
+  seq: number;
+  prevHash: Uint8Array | string;
+  hash: Uint8Array | string;
+  fence: number;
+  event: Uint8Array;
+}
 
 /** A committed record as stored: the event is the stored bytes, verbatim. */
 export interface StoredRecord {
@@ -330,26 +337,55 @@ export class Journal {
 
   /** Records with from <= seq <= to (to = 0 means head), at most `limit`, verbatim. */
   read(from: bigint, to: bigint, limit: number): StoredRecord[] {
-    const lo = from < 1n ? 1n : from;
-    const hi = to <= 0n ? this.head().seq : to;
-    if (hi < lo || limit <= 0) return [];
-    // The row before the first gives its prev_hash.
-    const rows = this._db.query<EventRow>(stmts.range, Number(lo - 1n), Number(hi), lo === 1n ? limit : limit + 1);
-    let prev: ContentHash = GENESIS_HASH;
-    let i = 0;
-    if (lo > 1n) {
-      const before = rows[0];
-      if (before === undefined || before.seq !== Number(lo - 1n)) return rows.map((r) => recordFromRow(r, GENESIS_HASH));
-      prev = hashHex(before.hash);
-      i = 1;
-    }
-    const out: StoredRecord[] = [];
-    for (; i < rows.length; i++) {
-      const r = recordFromRow(rows[i]!, prev);
-      out.push(r);
-      prev = r.hash;
+    const page = this._page(from, to, limit);
+    if (!page) return [];
+    const { rows, first } = page;
+    let prev = page.prev === "" ? GENESIS_HASH : hashHex(page.prev);
+    const out: StoredRecord[] = new Array(rows.length - first);
+    for (let i = first; i < rows.length; i++) {
+      const r = rows[i]!;
+      const hash = hashHex(r[1] as Uint8Array | string);
+      out[i - first] = { seq: BigInt(r[0] as number), prevHash: prev, hash, fence: BigInt(r[2] as number), event: r[3] as Uint8Array };
+      prev = hash;
     }
     return out;
+  }
+
+  /**
+   * The records `read` gives, as the columns a LogRecord is written from (Replay's envelopes,
+   * proto/record-envelopes.ts): hashes as their stored 32 bytes, never made into text here (a row
+   * written by hand may hold text: it is what it says), seq and fence as numbers.
+   */
+  readColumns(from: bigint, to: bigint, limit: number): StoredColumns[] {
+    const page = this._page(from, to, limit);
+    if (!page) return [];
+    const { rows, first } = page;
+    let prev = page.prev;
+    const out: StoredColumns[] = new Array(rows.length - first);
+    for (let i = first; i < rows.length; i++) {
+      const r = rows[i]!;
+      const hash = r[1] as Uint8Array | string;
+      out[i - first] = { seq: r[0] as number, prevHash: prev, hash, fence: r[2] as number, event: r[3] as Uint8Array };
+      prev = hash;
+    }
+    return out;
+  }
+
+  /**
+   * The rows (seq, hash, fence, event) of a read, from index `first`, and the stored hash of the
+   * record before them ("" for genesis). When the row before the range is missing (a journal with a
+   * gap), the first row links to genesis, which a verifier then refuses.
+   */
+  private _page(from: bigint, to: bigint, limit: number): { rows: SqlValue[][]; first: number; prev: Uint8Array | string } | undefined {
+    const lo = from < 1n ? 1n : from;
+    const hi = to <= 0n ? this.head().seq : to;
+    if (hi < lo || limit <= 0) return undefined;
+    // The row before the first gives its prev_hash.
+    const rows = this._db.queryRows(stmts.range, Number(lo - 1n), Number(hi), lo === 1n ? limit : limit + 1);
+    if (lo === 1n) return { rows, first: 0, prev: "" };
+    const before = rows[0];
+    if (before === undefined || before[0] !== Number(lo - 1n)) return { rows, first: 0, prev: "" };
+    return { rows, first: 1, prev: before[1] as Uint8Array | string };
   }
 
   /** Walks the whole chain from seq 1, recomputing every hash; never writes. */
@@ -376,16 +412,6 @@ function sameHash(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean
 
 function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-function recordFromRow(row: EventRow, prevHash: ContentHash): StoredRecord {
-  return {
-    seq: BigInt(row.seq),
-    prevHash,
-    hash: hashHex(row.hash),
-    fence: BigInt(row.fence),
-    event: row.event,
-  };
 }
 
 /** A stored hash in its wire form: 64 lowercase hex characters. */

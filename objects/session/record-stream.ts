@@ -26,7 +26,7 @@ export function recordStream(journal: Journal, from: bigint, to: bigint, ending:
       if (at > hi) return end(ctl);
       let page;
       try {
-        page = journal.read(at, hi, PAGE);
+        page = journal.readColumns(at, hi, PAGE);
       } catch {
         // Storage failed mid-answer (the session erased under it, say): say so, never cut silently.
         return end(ctl, {
@@ -35,10 +35,13 @@ export function recordStream(journal: Journal, from: bigint, to: bigint, ending:
         });
       }
       if (page.length === 0) return end(ctl);
-      const w = new EnvelopeWriter();
+      // Sized for the page: its events, and at most 180 bytes of envelope, seq, hashes and fence each.
+      let bytes = 0;
+      for (const r of page) bytes += r.event.length + 180;
+      const w = new EnvelopeWriter(bytes);
       for (const r of page) w.pushRecord(r);
       ctl.enqueue(w.take());
-      at = page[page.length - 1]!.seq + 1n;
+      at = BigInt(page[page.length - 1]!.seq) + 1n;
     },
   });
 }

@@ -20,6 +20,20 @@ export function sqlDbFromStorage(storage: DurableObjectStorage): SqlDb {
       }
       return rows as unknown as T[];
     },
+    queryRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+      // workerd's raw iterator has a native toArray (not in its types); an iterator without one is read out.
+      const raw = storage.sql.exec(sql, ...(params as (string | number | null | ArrayBuffer)[])).raw() as IterableIterator<SqlStorageValue[]> & {
+        toArray?: () => SqlStorageValue[][];
+      };
+      const rows = raw.toArray ? raw.toArray() : Array.from(raw);
+      for (const row of rows) {
+        for (let i = 0; i < row.length; i++) {
+          const v = row[i];
+          if (v instanceof ArrayBuffer) row[i] = new Uint8Array(v) as never;
+        }
+      }
+      return rows as unknown as SqlValue[][];
+    },
     transaction<T>(fn: () => T): T {
       return storage.transactionSync(fn);
     },

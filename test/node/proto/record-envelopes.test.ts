@@ -39,4 +39,21 @@ describe("record envelopes", () => {
     expect(at).toBe(bytes.length);
     expect(w.length).toBe(0);
   });
+
+  it("EnvelopeWriter: hashes as their 32 bytes and seqs as numbers write what their hex text and bigints write", () => {
+    const event = toBinary(EventSchema, create(EventSchema, { executionId: "e", kind: 3, body: { case: "message", value: userText("hi") } }));
+    const prev = new Uint8Array(32).map((_, i) => (i * 37 + 11) & 0xff);
+    const hash = new Uint8Array(32).map((_, i) => 255 - i);
+    const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
+    for (const [seq, fence] of [
+      [1, 0],
+      [2 ** 40, 2 ** 33],
+    ] as const) {
+      const text = new EnvelopeWriter(16);
+      text.pushRecord({ seq: BigInt(seq), prevHash: seq === 1 ? "" : hex(prev), hash: hex(hash), fence: BigInt(fence), event });
+      const bytes = new EnvelopeWriter(16);
+      bytes.pushRecord({ seq, prevHash: seq === 1 ? "" : prev, hash, fence, event });
+      expect(bytes.take()).toEqual(text.take());
+    }
+  });
 });

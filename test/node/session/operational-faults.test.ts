@@ -175,15 +175,23 @@ describe("operational faults during Approve (checklist §8.14 #102)", () => {
     const { fx, decision } = await parkedSession();
     const head = session(fx.host).lastSeq;
     const query = fx.db.query.bind(fx.db);
+    const queryRows = fx.db.queryRows.bind(fx.db);
     const faults = { on: undefined as RegExp | undefined, hit: 0 };
     const storageFault = new Error("SQLITE_IOERR: disk I/O error");
-    fx.db.query = ((sql: string, ...params: never[]) => {
+    const failing = (sql: string) => {
       if (faults.on?.test(sql)) {
         faults.hit++;
         throw storageFault;
       }
+    };
+    fx.db.query = ((sql: string, ...params: never[]) => {
+      failing(sql);
       return query(sql, ...params);
     }) as typeof fx.db.query;
+    fx.db.queryRows = (sql, ...params) => {
+      failing(sql);
+      return queryRows(sql, ...params);
+    };
 
     // Reading the journal (the gate's evidence) fails.
     faults.on = /^SELECT .* FROM events WHERE seq >= /;

@@ -4,19 +4,24 @@
  * UNAVAILABLE ending, never a silent cut.
  */
 import { describe, expect, it } from "vitest";
-import type { Journal, StoredRecord } from "../../../objects/journal/journal.js";
+import type { Journal, StoredColumns } from "../../../objects/journal/journal.js";
 import { recordStream } from "../../../objects/session/record-stream.js";
 
-const record = (seq: bigint): StoredRecord =>
-  ({ seq, prevHash: seq === 1n ? "" : "a".repeat(64), hash: "b".repeat(64), fence: 1n, event: Uint8Array.of(8, 3) }) as StoredRecord;
+const record = (seq: bigint): StoredColumns => ({
+  seq: Number(seq),
+  prevHash: seq === 1n ? "" : new Uint8Array(32).fill(0xaa),
+  hash: new Uint8Array(32).fill(0xbb),
+  fence: 1,
+  event: Uint8Array.of(8, 3),
+});
 
 /** A journal of `head` records whose reads fail from `failFrom` on. */
 function journal(head: bigint, failFrom = head + 1n): Journal {
   return {
     head: () => ({ seq: head, hash: "" }),
-    read: (from: bigint, to: bigint, limit: number) => {
+    readColumns: (from: bigint, to: bigint, limit: number) => {
       if (from >= failFrom) throw new Error("storage gone");
-      const out: StoredRecord[] = [];
+      const out: StoredColumns[] = [];
       for (let s = from; s <= to && out.length < limit; s++) out.push(record(s));
       return out;
     },

@@ -27,6 +27,17 @@ export function createTestDb(bytes?: Uint8Array): TestDb {
         stmt.free();
       }
     },
+    queryRows(sql: string, ...params: SqlValue[]): SqlValue[][] {
+      const stmt = raw.prepare(sql);
+      try {
+        stmt.bind(params as never);
+        const rows: SqlValue[][] = [];
+        while (stmt.step()) rows.push(stmt.get() as SqlValue[]);
+        return rows;
+      } finally {
+        stmt.free();
+      }
+    },
     transaction<T>(fn: () => T): T {
       const name = `sp${depth++}`;
       raw.run(`SAVEPOINT ${name}`);
