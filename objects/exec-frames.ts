@@ -41,7 +41,7 @@ export class FrameDecoder {
       frames.push(joined[at] === UPDATE ? { kind: "update", bytes: payload } : { kind: "failure", failure: failureOf(payload) });
       at += 5 + len;
     }
-    this._buf = joined.subarray(at);
+    this._buf = this._rest(joined, at);
     return frames;
   }
 
@@ -61,8 +61,13 @@ export class FrameDecoder {
       }
       at += 5 + len;
     }
-    this._buf = failure ? new Uint8Array(0) : joined.subarray(at);
+    this._buf = failure ? new Uint8Array(0) : this._rest(joined, at);
     return { envelopes: at > 0 ? joined.subarray(0, at) : undefined, failure };
+  }
+
+  /** A partial frame after `at`, copied: the bytes before it are handed on and may be transferred. */
+  private _rest(joined: Uint8Array, at: number): Uint8Array {
+    return at === joined.length ? new Uint8Array(0) : joined.slice(at);
   }
 
   private _join(chunk: Uint8Array): Uint8Array {

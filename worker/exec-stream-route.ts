@@ -2,8 +2,9 @@
  * Exec in a binary encoding, relayed without the router's streaming machinery: the session
  * object's update frames (objects/exec-frames.ts) are forwarded as they arrive, byte for byte:
  * an update frame is laid out as a Connect / gRPC-Web data envelope. The object's failure frame
- * becomes the stream's error ending, and a stream that stops mid-frame ends UNAVAILABLE. Connect-es would decode nothing here either (binary passthrough), but it pipes each
- * message through several async generators; this is the turn's hot path.
+ * becomes the stream's error ending, and a stream that stops mid-frame ends UNAVAILABLE.
+ * Connect-es would decode nothing here either (binary passthrough), but it pipes each message
+ * through several async generators; this is the turn's hot path.
  *
  * Like the Replay fast path (record-stream-route.ts), it serves only one plain binary envelope
  * without a deadline header, after rpc-entry.ts authenticated, authorized, rate-limited and
