@@ -7,7 +7,7 @@
  * Used by the CLI (cli/) and the conformance suite; tested in test/node/sdk/client.test.ts.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import {
@@ -26,7 +26,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
-import { execUpdates, replayRecords, type StreamWire } from "./server-stream.js";
+import { execUpdates, replayRecords, STREAM_CALL, type StreamCall, type StreamWire } from "./server-stream.js";
 import { concatBytes } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -136,17 +136,16 @@ export interface ExecResult {
 }
 
 export class SessionsClient {
-  readonly raw: Client<typeof Sessions>;
-  /** The Audit service (our extension, not the contract), on the same transport as `raw`. @experimental */
-  readonly rawAudit: Client<typeof Audit>;
-  /** The Blobs service (our extension: docs/blobs.md), on the same transport. @experimental */
-  readonly rawBlobs: Client<typeof Blobs>;
-  /** The Retention service (our extension, not the contract; docs/retention.md). @experimental */
-  readonly rawRetention: Client<typeof Retention>;
-  /** The Tail service (our extension), on the same transport. @experimental */
-  readonly rawTail: Client<typeof Tail>;
   /** Where binary Replay and Exec streams are read off the wire (sdk/server-stream.ts); unset when the client speaks JSON. */
   private readonly _wire: StreamWire | undefined;
+  /** Makes the Connect transport, on first use: a Replay read off the wire needs none (sdk/server-stream.ts STREAM_CALL). */
+  private readonly _makeTransport: () => Transport;
+  private _transport: Transport | undefined;
+  private _raw: Client<typeof Sessions> | undefined;
+  private _rawAudit: Client<typeof Audit> | undefined;
+  private _rawBlobs: Client<typeof Blobs> | undefined;
+  private _rawRetention: Client<typeof Retention> | undefined;
+  private _rawTail: Client<typeof Tail> | undefined;
 
   constructor(opts: ClientOptions = {}) {
     const interceptors: Interceptor[] = [];
@@ -160,20 +159,48 @@ export class SessionsClient {
     const f = opts.fetch ?? globalThis.fetch;
     const baseUrl = (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, "");
     // Called as a plain function: a browser's fetch refuses any other `this`.
-    if (opts.binary ?? true) this._wire = { baseUrl, token: opts.token, fetch: (input, init) => f(input, init) };
-    const transport = createConnectTransport({
-      baseUrl,
-      useBinaryFormat: opts.binary ?? true,
-      useHttpGet: opts.httpGet ?? false,
-      interceptors,
-      // connect-web asks for redirect "error", which workerd refuses (docs/platform.md P3).
-      fetch: (input, init) => f(input, { ...init, redirect: "manual" }),
-    });
-    this.raw = createClient(Sessions, transport);
-    this.rawAudit = createClient(Audit, transport);
-    this.rawBlobs = createClient(Blobs, transport);
-    this.rawRetention = createClient(Retention, transport);
-    this.rawTail = createClient(Tail, transport);
+    if (opts.binary ?? true) {
+      const stream = (f as { [STREAM_CALL]?: StreamCall })[STREAM_CALL];
+      this._wire = { baseUrl, token: opts.token, fetch: (input, init) => f(input, init), stream };
+    }
+    this._makeTransport = () =>
+      createConnectTransport({
+        baseUrl,
+        useBinaryFormat: opts.binary ?? true,
+        useHttpGet: opts.httpGet ?? false,
+        interceptors,
+        // connect-web asks for redirect "error", which workerd refuses (docs/platform.md P3).
+        fetch: (input, init) => f(input, { ...init, redirect: "manual" }),
+      });
+  }
+
+  /** The Sessions service as connect-es generates it. */
+  get raw(): Client<typeof Sessions> {
+    return (this._raw ??= createClient(Sessions, this._t()));
+  }
+
+  /** The Audit service (our extension, not the contract), on the same transport as `raw`. @experimental */
+  get rawAudit(): Client<typeof Audit> {
+    return (this._rawAudit ??= createClient(Audit, this._t()));
+  }
+
+  /** The Blobs service (our extension: docs/blobs.md), on the same transport. @experimental */
+  get rawBlobs(): Client<typeof Blobs> {
+    return (this._rawBlobs ??= createClient(Blobs, this._t()));
+  }
+
+  /** The Retention service (our extension, not the contract; docs/retention.md). @experimental */
+  get rawRetention(): Client<typeof Retention> {
+    return (this._rawRetention ??= createClient(Retention, this._t()));
+  }
+
+  /** The Tail service (our extension), on the same transport. @experimental */
+  get rawTail(): Client<typeof Tail> {
+    return (this._rawTail ??= createClient(Tail, this._t()));
+  }
+
+  private _t(): Transport {
+    return (this._transport ??= this._makeTransport());
   }
 
   create(o: CreateOptions = {}): Promise<Session> {

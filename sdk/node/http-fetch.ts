@@ -13,6 +13,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { STREAM_CALL, type StreamCall } from "../server-stream.js";
 
 /**
  * Idle connections close after 4 s, as undici's do by default: a server closes an idle one in its
@@ -44,23 +45,92 @@ export const nodeFetch: typeof globalThis.fetch = (input, init = {}) => {
   const agent = url && agents[url.protocol as keyof typeof agents];
   // A Request object, a streamed or form body, or a redirect to follow: Node's fetch does those.
   if (!url || !agent || init.redirect !== "manual" || !plainBody(init.body)) return globalThis.fetch(input, init);
-  return send(url, agent, init, init.body);
+  return send(url, agent, init.method ?? "GET", headerRecord(init.headers), init.body, init.signal ?? undefined).then((a) => {
+    const headers = new Headers();
+    for (let i = 0; i + 1 < a.rawHeaders.length; i += 2) headers.append(a.rawHeaders[i]!, a.rawHeaders[i + 1]!);
+    try {
+      return new Response(a.body, { status: a.status, statusText: a.statusText, headers });
+    } catch (e) {
+      // A status a Response cannot carry (outside 200..599).
+      a.discard();
+      throw new TypeError("fetch failed", { cause: e });
+    }
+  });
 };
 
-function send(url: URL, agent: http.Agent, init: RequestInit, body: Body): Promise<Response> {
-  const signal = init.signal ?? undefined;
+/**
+ * The SDK's own stream reads (sdk/server-stream.ts) through the same connections, answered
+ * without a `Headers` or `Response`: making either loads Node's fetch implementation (about 30 ms),
+ * which `agentctl verify` then never needs.
+ */
+const streamCall: StreamCall = async (input, init) => {
+  const url = new URL(input);
+  const agent = agents[url.protocol as keyof typeof agents];
+  if (!agent) throw new TypeError(`fetch failed: ${url.protocol} is not http or https`);
+  const a = await send(url, agent, "POST", lowerCased(init.headers), init.body, init.signal);
+  return {
+    status: a.status,
+    body: a.body,
+    text: async () => (a.body ? new TextDecoder().decode(await bytesOf(a.body)) : ""),
+  };
+};
+Object.defineProperty(nodeFetch, STREAM_CALL, { value: streamCall });
+
+/** A request's headers as node:http takes them, read without making a `Headers` (see streamCall). */
+function headerRecord(h: HeadersInit | undefined): Record<string, string> {
+  if (h === undefined) return {};
+  if (Array.isArray(h)) {
+    // Repeated names joined as Headers joins them.
+    const out: Record<string, string> = {};
+    for (const [k, v] of h as [string, string][]) {
+      const name = k.toLowerCase();
+      out[name] = name in out ? `${out[name]}, ${v}` : String(v);
+    }
+    return out;
+  }
+  // A Headers object (or anything with its forEach); otherwise a plain record.
+  if (typeof (h as Headers).forEach === "function") {
+    const out: Record<string, string> = {};
+    (h as Headers).forEach((v, k) => {
+      out[k] = v;
+    });
+    return out;
+  }
+  return lowerCased(h as Record<string, string>);
+}
+
+function lowerCased(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = String(v);
+  return out;
+}
+
+async function bytesOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  const reader = body.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
+  return Buffer.concat(parts);
+}
+
+/** An answer's status line, headers and body, before anything is made of them. */
+interface Answer {
+  status: number;
+  statusText: string | undefined;
+  rawHeaders: string[];
+  body: ReadableStream<Uint8Array> | null;
+  /** Drops the connection: the answer is not wanted after all. */
+  discard(): void;
+}
+
+function send(url: URL, agent: http.Agent, verb: string, headers: Record<string, string>, body: Body, signal: AbortSignal | undefined): Promise<Answer> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   const bytes = typeof body === "string" ? Buffer.from(body) : body;
-  const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach((v, k) => {
-    headers[k] = v;
-  });
-  const method = (init.method ?? "GET").toUpperCase();
+  const method = verb.toUpperCase();
   // As fetch does: a length even for an empty body, except on the methods that take none.
   if (bytes || (method !== "GET" && method !== "HEAD")) headers["content-length"] = String(bytes?.length ?? 0);
   const request = (url.protocol === "https:" ? https : http).request;
 
-  return new Promise<Response>((ok, fail) => {
+  return new Promise<Answer>((ok, fail) => {
     const req = request(url, { method, headers, agent });
     let settled = false;
     let abortBody: ((reason: unknown) => void) | undefined;
@@ -83,18 +153,17 @@ function send(url: URL, agent: http.Agent, init: RequestInit, body: Body): Promi
     req.on("response", (res) => {
       settled = true;
       const status = res.statusCode ?? 0;
-      const out = new Headers();
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) out.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-      const respond = (body: ReadableStream<Uint8Array> | null) => {
-        try {
-          ok(new Response(body, { status, statusText: res.statusMessage, headers: out }));
-        } catch (e) {
-          // A status a Response cannot carry (outside 200..599).
-          done();
-          req.destroy();
-          fail(new TypeError("fetch failed", { cause: e }));
-        }
-      };
+      const respond = (body: ReadableStream<Uint8Array> | null) =>
+        ok({
+          status,
+          statusText: res.statusMessage,
+          rawHeaders: res.rawHeaders,
+          body,
+          discard: () => {
+            done();
+            req.destroy();
+          },
+        });
       if (method === "HEAD" || NULL_BODY.has(status)) {
         res.resume();
         res.on("end", done);

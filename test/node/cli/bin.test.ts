@@ -6,6 +6,9 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { freePort, ROOT } from "../../../scripts/dev-server.js";
 import { SDK_VERSION } from "../../../sdk/harness/version.js";
@@ -60,6 +63,39 @@ describe("agentctl as a process", () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toBe(`agentctl list: cannot reach ${url}: is the server running? (npm start, or pass --server)\n`);
     expect(down.stdout).toBe("");
+  });
+
+  it("verify: checks a session's chain without loading Node's fetch implementation (undici: about 20 ms of the run)", async () => {
+    const made = await spawnAgentctl(["--server", server, "exec", "--input", "hello"]);
+    expect(made.code, made.stderr).toBe(0);
+    const uid = made.lines[0]!.slice("session ".length);
+    // Loaded before the CLI: says at exit whether Node ever loaded its fetch implementation.
+    const dir = mkdtempSync(join(tmpdir(), "verify-undici-"));
+    const probe = join(dir, "probe.cjs");
+    writeFileSync(
+      probe,
+      'process.on("exit", () => process.stderr.write("undici loaded: " + process.moduleLoadList.some((m) => m.includes("undici")) + "\\n"));\n',
+    );
+    try {
+      const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
+      delete env.AGENTSESSIONS_SERVER;
+      delete env.AGENTSESSIONS_TOKEN;
+      const child = spawn(process.execPath, ["--require", probe, AGENTCTL, "--server", server, "verify", "--session", uid], {
+        cwd: ROOT,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+      child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+      const [code] = (await once(child, "exit")) as [number | null];
+      expect(code, stderr).toBe(0);
+      expect(stdout).toMatch(/^VERIFIED 5 records head=[0-9a-f]{64}\n$/);
+      expect(stderr).toBe("undici loaded: false\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("exec | head -1: a reader that hangs up after the first line is not an error, exit 0", async () => {
