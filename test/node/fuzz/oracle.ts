@@ -1,7 +1,8 @@
 /**
  * The fuzz suite's HTTP side: `send` (the one place a request is built, so credentials can be added
  * later) and `judge`, the oracle every answer must pass:
- *  - an answer arrives (no reset, no hang past the bound);
+ *  - an answer arrives (no reset, no hang past the bound; a request whose pooled connection the
+ *    server had just closed is sent again, at most twice, and counted);
  *  - a 5xx carries a Connect error JSON body with a valid code; nothing is a workerd/wrangler
  *    exception page;
  *  - no Connect error is `internal` or `unknown` (an unclassified failure), unless it is listed in
@@ -23,6 +24,15 @@ export interface Answer {
 
 const ANSWER_BOUND_MS = 45_000;
 
+/**
+ * How many requests were sent again after their pooled connection was found closed (see `send`):
+ * the storm prints it, and fails when it is more than a rare race would explain.
+ */
+export const resent = { count: 0 };
+
+/** Sends after a closed pooled connection at most this many times before it is a finding. */
+const RESENDS = 2;
+
 export async function send(
   base: string,
   path: string,
@@ -33,23 +43,32 @@ export async function send(
 ): Promise<Answer> {
   const h = new Headers(headers);
   if (contentType) h.set("content-type", contentType);
-  try {
-    const res = await fetch(base + path, {
-      method,
-      headers: h,
-      body: method === "GET" ? undefined : (body as unknown as BodyInit),
-      signal: AbortSignal.timeout(ANSWER_BOUND_MS),
-    });
-    return { status: res.status, contentType: res.headers.get("content-type") ?? "", headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
-  } catch (e) {
-    const err = e as Error & { cause?: Error };
-    return {
-      status: 0,
-      contentType: "",
-      headers: new Headers(),
-      body: new Uint8Array(),
-      failure: `${err.name}: ${err.message}${err.cause ? ` (${err.cause.message})` : ""}`,
-    };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(base + path, {
+        method,
+        headers: h,
+        body: method === "GET" ? undefined : (body as unknown as BodyInit),
+        signal: AbortSignal.timeout(ANSWER_BOUND_MS),
+      });
+      return { status: res.status, contentType: res.headers.get("content-type") ?? "", headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
+    } catch (e) {
+      const err = e as Error & { cause?: Error & { code?: string } };
+      // A kept-alive connection the server closed as the request went out on it: the client's
+      // pool raced the server's idle close, and no answer was refused. Sent again (on another
+      // connection); a request that itself makes the host drop connections fails every time.
+      if (err.cause?.code === "UND_ERR_SOCKET" && err.cause.message === "other side closed" && attempt < RESENDS) {
+        resent.count++;
+        continue;
+      }
+      return {
+        status: 0,
+        contentType: "",
+        headers: new Headers(),
+        body: new Uint8Array(),
+        failure: `${err.name}: ${err.message}${err.cause ? ` (${err.cause.message})` : ""}`,
+      };
+    }
   }
 }
 
