@@ -8,6 +8,7 @@
  * No crypto is imported here. Tested in test/node/proto/chain-check.test.ts.
  */
 import { decodeBinary } from "./binary-reader.js";
+import { hexOf } from "./bytes.js";
 import { encodeBinary } from "./binary-writer.js";
 import { EventSchema, type Event } from "./gen/agentsessions/v1/common_pb.js";
 import { canonicalRecordString } from "./canonical-json.js";
@@ -95,10 +96,7 @@ export class ChainCheck {
 
 /** Lowercase hex SHA-256 of a string's UTF-8 with WebCrypto (browsers, Node 20, workerd). */
 export async function webSha256Hex(s: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
-  let hex = "";
-  for (const b of new Uint8Array(digest)) hex += b.toString(16).padStart(2, "0");
-  return hex;
+  return hexOf(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s))));
 }
 
 /** The chain check with an asynchronous SHA-256 (default WebCrypto), over records in seq order. */

@@ -27,7 +27,7 @@ import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
 import { execUpdates, replayRecords, STREAM_CALL, type StreamCall, type StreamWire } from "./server-stream.js";
-import { concatBytes } from "../proto/bytes.js";
+import { concatBytes, hexOf } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
 
@@ -513,10 +513,7 @@ export class SessionsClient {
 
 /** Lowercase hex SHA-256 with WebCrypto (Node 20, browsers, Workers alike). */
 export async function sha256Bytes(data: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>));
-  let hex = "";
-  for (const b of digest) hex += b.toString(16).padStart(2, "0");
-  return hex;
+  return hexOf(new Uint8Array(await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>)));
 }
 
 export function createSessionsClient(opts: ClientOptions = {}): SessionsClient {
