@@ -13,6 +13,7 @@
  * proto3 (defaults, groups, closed enums) is left to fromBinary itself.
  *
  * Property-tested against fromBinary, which stays the reference: test/node/proto/binary-reader.test.ts.
+ * Its scalar readers are shared with jcs-binary.ts.
  */
 import { type DescField, type DescMessage, fromBinary, type MessageShape, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
@@ -116,7 +117,7 @@ function zeroField(f: DescField): () => unknown {
   }
 }
 
-function scalarZero(type: ScalarType): () => unknown {
+export function scalarZero(type: ScalarType): () => unknown {
   switch (type) {
     case ScalarType.STRING:
       return () => "";
@@ -292,7 +293,7 @@ function valueFromJson(json: unknown): Msg {
   return value;
 }
 
-function scalarReader(type: ScalarType, utf8: boolean): (r: BinaryReader) => unknown {
+export function scalarReader(type: ScalarType, utf8: boolean): (r: BinaryReader) => unknown {
   switch (type) {
     case ScalarType.STRING:
       return (r) => r.string(utf8);

@@ -8,6 +8,7 @@
  *
  * The hot path of every append, verify and input hash (proto/canonical-json.ts). Property-tested
  * against toJson + canonicalize, which stay the reference: test/node/proto/jcs-writer.test.ts.
+ * Its value writers are shared with jcs-binary.ts, which writes the same text from binary.
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
@@ -71,7 +72,7 @@ function setValueOf(f: DescField, msg: Record<string, unknown>): unknown {
   }
 }
 
-function isZero(t: ScalarType, v: unknown): boolean {
+export function isZero(t: ScalarType, v: unknown): boolean {
   switch (t) {
     case ScalarType.BOOL:
       return v === false;
@@ -171,14 +172,14 @@ function writeJson(v: unknown): string {
   }
 }
 
-function writeEnum(desc: DescField["enum"] & object, v: number): string {
+export function writeEnum(desc: DescField["enum"] & object, v: number): string {
   if (desc.typeName === "google.protobuf.NullValue") return "null";
   const name = desc.value[v]?.name;
   // An enum number this schema does not know is written as the number.
   return name === undefined ? JSON.stringify(v) : '"' + name + '"';
 }
 
-function writeScalar(t: ScalarType | undefined, v: unknown): string {
+export function writeScalar(t: ScalarType | undefined, v: unknown): string {
   switch (t) {
     case ScalarType.STRING:
       return writeString(v as string);
@@ -206,7 +207,7 @@ function writeScalar(t: ScalarType | undefined, v: unknown): string {
 }
 
 /** A JSON string as JCS writes it; a lone surrogate has no form (canonicalize refuses it too). */
-function writeString(s: string): string {
+export function writeString(s: string): string {
   if (!(s as WellFormed).isWellFormed()) throw new Error("Lone surrogate is not allowed");
   return JSON.stringify(s);
 }
@@ -291,7 +292,7 @@ function writeList(msg: Record<string, unknown>): string {
 const MIN_TIMESTAMP_MS = Date.parse("0001-01-01T00:00:00Z");
 const MAX_TIMESTAMP_MS = Date.parse("9999-12-31T23:59:59Z");
 
-function writeTimestamp(msg: Record<string, unknown>): string {
+export function writeTimestamp(msg: Record<string, unknown>): string {
   const ms = Number(msg.seconds ?? 0n) * 1000;
   const nanos = (msg.nanos as number | undefined) ?? 0;
   if (ms < MIN_TIMESTAMP_MS || ms > MAX_TIMESTAMP_MS) throw new Error("google.protobuf.Timestamp must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z");
@@ -312,7 +313,7 @@ function writeTimestamp(msg: Record<string, unknown>): string {
 let lastSecondMs = Number.NaN;
 let lastSecondText = "";
 
-function writeDuration(msg: Record<string, unknown>): string {
+export function writeDuration(msg: Record<string, unknown>): string {
   const secondsBig = (msg.seconds ?? 0n) as bigint;
   const seconds = Number(secondsBig);
   const nanos = (msg.nanos as number | undefined) ?? 0;

@@ -4,7 +4,7 @@
  * this host decodes, for two encodings concatenated (protobuf's merge: last scalar wins, messages
  * merge, lists append, map keys overwrite), and for mutated and truncated bytes.
  */
-import { type DescMessage, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { decodeBinary } from "../../../proto/binary-reader.js";
@@ -13,7 +13,7 @@ import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tai
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ControllerFrameSchema } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { ExecRequestSchema, ExecUpdateSchema, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
-import { message, orRefused, rng, type Rng } from "../support/random-messages.js";
+import { encodeRandom as encode, mutate, orRefused, rng } from "../support/random-messages.js";
 
 /** A deterministic dump: sorted keys, bytes as hex, bigints as text, `undefined` kept. */
 function dump(v: unknown): string {
@@ -35,37 +35,6 @@ function dump(v: unknown): string {
 
 function both(desc: DescMessage, bytes: Uint8Array): { fast: string; ref: string } {
   return { fast: orRefused(() => decodeBinary(desc, bytes), dump), ref: orRefused(() => fromBinary(desc, bytes), dump) };
-}
-
-function encode(desc: DescMessage, r: Rng): Uint8Array | undefined {
-  try {
-    return toBinary(desc, message(r, desc, 0) as never);
-  } catch {
-    return undefined;
-  }
-}
-
-function mutate(r: Rng, b: Uint8Array): Uint8Array {
-  const c = Uint8Array.from(b);
-  switch (r.int(4)) {
-    case 0:
-      return c.subarray(0, r.int(c.length + 1));
-    case 1:
-      if (c.length > 0) c[r.int(c.length)] = r.int(256);
-      return c;
-    case 2: {
-      // An unknown field appended: varint, fixed64, length-delimited or fixed32.
-      const tail = r.pick([
-        Uint8Array.of(0xa8, 0x1f, 7),
-        Uint8Array.of(0xa9, 0x1f, 1, 2, 3, 4, 5, 6, 7, 8),
-        Uint8Array.of(0xaa, 0x1f, 2, 104, 105),
-        Uint8Array.of(0xad, 0x1f, 1, 2, 3, 4),
-      ]);
-      return Uint8Array.from([...c, ...tail]);
-    }
-    default:
-      return Uint8Array.from([...c.subarray(0, r.int(c.length + 1)), r.int(256), r.int(256)]);
-  }
 }
 
 const SCHEMAS: [string, DescMessage][] = [

@@ -3,7 +3,7 @@
  * property tests of the fast writers against protobuf-es's reflective ones: every field, every
  * oneof case, Struct and Timestamp values, unknown enum numbers, awkward strings and numbers.
  */
-import { create, type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMessage, ScalarType, toBinary } from "@bufbuild/protobuf";
 
 /** A small seeded PRNG (mulberry32), so a failure reproduces. */
 export function rng(seed: number) {
@@ -169,5 +169,38 @@ export function orRefused<T>(f: () => T, show: (v: T) => string = String): strin
     return show(f());
   } catch {
     return "<refused>";
+  }
+}
+
+/** A random message of `desc` in its binary encoding; undefined when protobuf-es refuses to encode it. */
+export function encodeRandom(desc: DescMessage, r: Rng): Uint8Array | undefined {
+  try {
+    return toBinary(desc, message(r, desc, 0) as never);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `b` truncated, with a byte changed, an unknown field appended, or cut short with two random bytes after. */
+export function mutate(r: Rng, b: Uint8Array): Uint8Array {
+  const c = Uint8Array.from(b);
+  switch (r.int(4)) {
+    case 0:
+      return c.subarray(0, r.int(c.length + 1));
+    case 1:
+      if (c.length > 0) c[r.int(c.length)] = r.int(256);
+      return c;
+    case 2: {
+      // An unknown field appended: varint, fixed64, length-delimited or fixed32.
+      const tail = r.pick([
+        Uint8Array.of(0xa8, 0x1f, 7),
+        Uint8Array.of(0xa9, 0x1f, 1, 2, 3, 4, 5, 6, 7, 8),
+        Uint8Array.of(0xaa, 0x1f, 2, 104, 105),
+        Uint8Array.of(0xad, 0x1f, 1, 2, 3, 4),
+      ]);
+      return Uint8Array.from([...c, ...tail]);
+    }
+    default:
+      return Uint8Array.from([...c.subarray(0, r.int(c.length + 1)), r.int(256), r.int(256)]);
   }
 }
