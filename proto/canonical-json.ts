@@ -26,7 +26,12 @@ export function eventToCanonicalJson(event: Event): JsonValue {
  * (jcs-writer.ts), which gives what `jcs(eventToCanonicalJson(event))` gives, faster.
  */
 export function canonicalRecordString(event: Event, prevHash: string, seq: bigint): string {
-  return `{"event":${canonicalJsonOf(EventSchema, event)},"prev_hash":${JSON.stringify(prevHash)},"seq":"${seq}"}`;
+  return recordStringOf(canonicalJsonOf(EventSchema, event), prevHash, seq);
+}
+
+/** The same string around an event's canonical JSON text already written (jcs-binary.ts writes it from bytes). */
+export function recordStringOf(eventJson: string, prevHash: string, seq: bigint): string {
+  return `{"event":${eventJson},"prev_hash":${JSON.stringify(prevHash)},"seq":"${seq}"}`;
 }
 
 /** The same string through toJson and canonicalize: the reference the fast path is tested against. */

@@ -8,9 +8,10 @@
  * is their synchronous form. Tested in test/node/proto/chain-check.test.ts.
  */
 import { sha256Hex } from "./canon.js";
-import { ChainCheck, type ChainRecord, type ChainReport } from "./chain-check.js";
+import { ChainCheck, type ChainRecord, type ChainReport, type ServedRecord } from "./chain-check.js";
 
-export type { ChainRecord, ChainReport } from "./chain-check.js";
+export type { ChainRecord, ChainReport, ServedRecord } from "./chain-check.js";
+export { servedRecordOf } from "./chain-check.js";
 
 export class ChainVerifier {
   private _check = new ChainCheck();
@@ -18,6 +19,12 @@ export class ChainVerifier {
   /** Checks one record; after the first failure later records are counted but not checked. */
   push(r: ChainRecord): void {
     const canonical = this._check.admit(r);
+    if (canonical !== undefined) this._check.settle(r, sha256Hex(canonical));
+  }
+
+  /** `push` for a record as Replay serves it (servedRecordOf): hashed from the content its event encodes. */
+  pushServed(r: ServedRecord): void {
+    const canonical = this._check.admitServed(r);
     if (canonical !== undefined) this._check.settle(r, sha256Hex(canonical));
   }
 

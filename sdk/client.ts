@@ -9,7 +9,8 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { EventKind, Lifecycle_Kind, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { EventKind, Lifecycle_Kind, LogRecordSchema, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
+import { encodeBinary } from "../proto/binary-writer.js";
 import {
   DeltaSchema,
   ExecRequestSchema,
@@ -26,7 +27,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
-import { execUpdates, replayRecords, STREAM_CALL, type StreamCall, type StreamWire } from "./server-stream.js";
+import { execUpdates, replayEncoded, replayRecords, STREAM_CALL, type StreamCall, type StreamWire } from "./server-stream.js";
 import { concatBytes, hexOf } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -509,6 +510,19 @@ export class SessionsClient {
     // Binary: read off the wire with the compiled decoder (sdk/server-stream.ts); JSON: connect-es.
     return this._wire ? replayRecords(this._wire, req, o.signal) : this.raw.replay(req, { signal: o.signal });
   }
+
+  /**
+   * The same records in their binary encoding, a batch at a time, for a reader that takes them
+   * apart itself (`agentctl verify`). Over JSON each record is decoded and encoded again.
+   */
+  replayEncoded(session: string, o: { from?: bigint; to?: bigint; signal?: AbortSignal } = {}): AsyncIterable<Uint8Array[]> {
+    const req = { session, fromSeq: o.from ?? 0n, toSeq: o.to ?? 0n };
+    return this._wire ? replayEncoded(this._wire, req, o.signal) : encodedBatches(this.raw.replay(req, { signal: o.signal }));
+  }
+}
+
+async function* encodedBatches(records: AsyncIterable<LogRecord>): AsyncGenerator<Uint8Array[]> {
+  for await (const r of records) yield [encodeBinary(LogRecordSchema, r)];
 }
 
 /** Lowercase hex SHA-256 with WebCrypto (Node 20, browsers, Workers alike). */

@@ -44,9 +44,11 @@ export type StreamCall = (url: string, init: { headers: Record<string, string>; 
  */
 export const STREAM_CALL = Symbol.for("agentsessions.sdk.streamCall");
 
+const REPLAY_RECOVER = "Replay again from the seq after the last record received";
+
 export function replayRecords(wire: StreamWire, req: { session: string; fromSeq: bigint; toSeq: bigint }, signal?: AbortSignal): AsyncGenerator<LogRecord> {
   const message = encodeBinary(ReplayRequestSchema, create(ReplayRequestSchema, req));
-  return serverStream(wire, "Replay", message, LogRecordSchema, signal, "Replay again from the seq after the last record received");
+  return serverStream(wire, "Replay", message, LogRecordSchema, signal, REPLAY_RECOVER);
 }
 
 export function execUpdates(wire: StreamWire, req: ExecRequest, signal?: AbortSignal): AsyncGenerator<ExecUpdate> {
@@ -54,9 +56,15 @@ export function execUpdates(wire: StreamWire, req: ExecRequest, signal?: AbortSi
 }
 
 /**
- * One Sessions server stream: `method`'s request message in, its responses out. `recover` tells
- * the caller what to do when the stream ends without its end frame (a connection cut short).
+ * Replay's records as the host encoded them, a batch per chunk read: for a reader that takes the
+ * bytes apart itself (`agentctl verify`, cli/commands/verify.ts).
  */
+export function replayEncoded(wire: StreamWire, req: { session: string; fromSeq: bigint; toSeq: bigint }, signal?: AbortSignal): AsyncGenerator<Uint8Array[]> {
+  const message = encodeBinary(ReplayRequestSchema, create(ReplayRequestSchema, req));
+  return streamFrames(wire, "Replay", message, signal, REPLAY_RECOVER);
+}
+
+/** One Sessions server stream's responses, decoded one by one. */
 async function* serverStream<Desc extends DescMessage>(
   wire: StreamWire,
   method: "Replay" | "Exec",
@@ -65,6 +73,23 @@ async function* serverStream<Desc extends DescMessage>(
   signal: AbortSignal | undefined,
   recover: string,
 ): AsyncGenerator<MessageShape<Desc>> {
+  for await (const batch of streamFrames(wire, method, message, signal, recover)) {
+    for (const payload of batch) yield decodeBinary(schema, payload);
+  }
+}
+
+/**
+ * One Sessions server stream: `method`'s request message in, its responses' bytes out, every
+ * whole frame of a chunk in one batch. `recover` tells the caller what to do when the stream ends
+ * without its end frame (a connection cut short).
+ */
+async function* streamFrames(
+  wire: StreamWire,
+  method: "Replay" | "Exec",
+  message: Uint8Array,
+  signal: AbortSignal | undefined,
+  recover: string,
+): AsyncGenerator<Uint8Array[]> {
   const body = new Uint8Array(5 + message.length);
   new DataView(body.buffer).setUint32(1, message.length);
   body.set(message, 5);
@@ -96,6 +121,7 @@ async function* serverStream<Desc extends DescMessage>(
       }
       if (chunk.done) throw new ConnectError(`the ${method} stream ended without its end frame: ${recover}`, Code.Unavailable);
       buf = buf.length === 0 ? chunk.value : concatBytes([buf, chunk.value]);
+      const batch: Uint8Array[] = [];
       let at = 0;
       while (at + 5 <= buf.length) {
         const flags = buf[at]!;
@@ -104,13 +130,15 @@ async function* serverStream<Desc extends DescMessage>(
         const payload = buf.subarray(at + 5, at + 5 + len);
         at += 5 + len;
         if (flags & 0x02) {
+          if (batch.length > 0) yield batch;
           endOfStream(method, payload);
           return;
         }
         if (flags & 0x01) throw new ConnectError("the host sent a compressed message this client did not ask for", Code.Internal);
-        yield decodeBinary(schema, payload);
+        batch.push(payload);
       }
       buf = buf.subarray(at);
+      if (batch.length > 0) yield batch;
     }
   } finally {
     void reader.cancel().catch(() => undefined);

@@ -7,10 +7,11 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { contentHash } from "../../../proto/canon.js";
 import { type ChainRecord, verifyChainAsync, webSha256Hex } from "../../../proto/chain-check.js";
-import { EventKind, EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { decodeBinary } from "../../../proto/binary-reader.js";
+import { EventKind, EventSchema, LogRecordSchema, type Event, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { assistantText, userText } from "../../../proto/messages.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
-import { verifyChain } from "../../../proto/verify.js";
+import { type ChainReport, ChainVerifier, servedRecordOf, verifyChain } from "../../../proto/verify.js";
 
 function chain(events: Event[]): ChainRecord[] {
   const out: ChainRecord[] = [];
@@ -68,5 +69,69 @@ describe("chain check", () => {
       expect(sync).toMatchObject({ ok: false, firstBadSeq: seq });
       expect(await verifyChainAsync(records)).toEqual(sync);
     }
+  });
+
+  it("pushServed: Replay's encoded records verify as the decoded ones do, intact or altered at any byte", () => {
+    const records = chain(turn);
+    const served = records.map((r) =>
+      toBinary(
+        LogRecordSchema,
+        create(LogRecordSchema, { seq: r.seq, prevHash: r.prevHash, contentHash: r.hash, fence: 3n, event: decodeBinary(EventSchema, r.event as Uint8Array) }),
+      ),
+    );
+    const report = (encoded: Uint8Array[]) => {
+      const v = new ChainVerifier();
+      for (const e of encoded) v.pushServed(servedRecordOf(e));
+      return v.report();
+    };
+    expect(report(served)).toEqual(verifyChain(records));
+    // Every byte of the second record's event changed: the verdict is the decoded form's, or the record does not decode at all.
+    const event = servedRecordOf(served[1]!).event;
+    const start = event.byteOffset - served[1]!.byteOffset;
+    let tampered = 0;
+    for (let i = start; i < start + event.length; i++) {
+      const bytes = Uint8Array.from(served[1]!);
+      bytes[i] = bytes[i]! ^ 0x01;
+      let decoded: LogRecord;
+      try {
+        decoded = decodeBinary(LogRecordSchema, bytes);
+      } catch {
+        // The record's own fields, or its event, do not decode: refused, or failed at its seq.
+        let verdict: ChainReport | "refused";
+        try {
+          verdict = report([served[0]!, bytes, served[2]!]);
+        } catch {
+          verdict = "refused";
+        }
+        if (verdict !== "refused") expect(verdict, `byte ${i}`).toMatchObject({ ok: false, firstBadSeq: 2n });
+        tampered++;
+        continue;
+      }
+      const expected = verifyChain([
+        records[0]!,
+        { seq: decoded.seq, prevHash: decoded.prevHash, hash: decoded.contentHash, event: decoded.event ?? create(EventSchema) },
+        records[2]!,
+      ]);
+      const got = report([served[0]!, bytes, served[2]!]);
+      expect(got, `byte ${i}`).toEqual(expected);
+      if (!got.ok) tampered++;
+    }
+    expect(tampered).toBeGreaterThan(event.length / 2);
+  });
+
+  it("servedRecordOf: a record in another form than the plain one is read as the decoder reads it", () => {
+    const [first] = chain(turn);
+    const plain = toBinary(LogRecordSchema, create(LogRecordSchema, { seq: 9n, prevHash: first!.prevHash, contentHash: first!.hash, event: turn[0] }));
+    // seq sent again (last wins), then an unknown field: the decoder's record.
+    const odd = Uint8Array.from([...plain, 0x08, 0x01, 0xa8, 0x1f, 0x07]);
+    const r = servedRecordOf(odd);
+    expect(r.seq).toBe(1n);
+    expect(r.event).toEqual(first!.event);
+    expect(verifyChain([first!])).toMatchObject({ ok: true });
+    const v = new ChainVerifier();
+    v.pushServed(r);
+    expect(v.report()).toEqual(verifyChain([first!]));
+    // No event: hashed as the empty event.
+    expect(servedRecordOf(toBinary(LogRecordSchema, create(LogRecordSchema, { seq: 1n }))).event).toEqual(new Uint8Array(0));
   });
 });
