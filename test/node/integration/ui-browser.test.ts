@@ -7,7 +7,7 @@
  * catching a tampered record, "fork here" and the fork tree, branch comparison, and phone width.
  * Every page is checked for console errors and CSP violations. Screenshots: test-results/ui/.
  */
-import type { Page } from "playwright-core";
+import type { Locator, Page } from "playwright-core";
 import metered from "../../fixtures/harnesses/metered.js";
 import { serve, type Serving } from "../../../sdk/harness/index.js";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -59,6 +59,31 @@ async function open(path: string, o: { width?: number } = {}): Promise<Page> {
   pages.push(t);
   await t.page.goto(host.url + path);
   return t.page;
+}
+
+/**
+ * Waits for `locator`; on a timeout the failure says what the page showed instead (its address,
+ * headings, alert and status lines, and any console problems), so a run that fails in CI explains itself.
+ */
+async function shown(page: Page, locator: Locator, what: string): Promise<void> {
+  try {
+    await locator.waitFor();
+  } catch (e) {
+    const line = async (id: string) =>
+      (await page
+        .locator(`#${id}`)
+        .textContent({ timeout: 1000 })
+        .catch(() => null)) ?? "(none)";
+    const problems = pages.flatMap((p) => p.problems);
+    const headings = await page
+      .locator("h1, h2")
+      .allTextContents()
+      .catch(() => []);
+    throw new Error(
+      `${what} did not appear; the page at ${page.url()} showed headings ${JSON.stringify(headings)}, alert ${JSON.stringify(await line("alert"))}, status ${JSON.stringify(await line("status"))}; console problems: ${JSON.stringify(problems)}`,
+      { cause: e },
+    );
+  }
 }
 
 /** No console error, page error or CSP violation on the pages this test opened (but those `allowed`). */
@@ -333,7 +358,7 @@ describe("inspector in a browser", () => {
     expect(await page.locator(".usage").textContent()).toContain("20 tokens: 14 in · 6 out");
     await page.getByLabel("New branch name").fill("after-one");
     await page.getByRole("button", { name: "Fork here: a new branch with records 1 to 6" }).click();
-    await page.getByRole("heading", { name: "after-one" }).waitFor();
+    await shown(page, page.getByRole("heading", { name: "after-one" }), "the forked child's heading");
     const child = new URL(page.url()).hash.slice(1);
     expect(child).toMatch(/^sess-[0-9a-f]{24}$/);
     expect(await page.locator("dl.facts").textContent()).toContain("after seq 6");
@@ -344,7 +369,7 @@ describe("inspector in a browser", () => {
 
     await page.getByLabel("New branch name").fill("leaf");
     await page.getByRole("button", { name: /^Fork at head/ }).click();
-    await page.getByRole("heading", { name: "leaf" }).waitFor();
+    await shown(page, page.getByRole("heading", { name: "leaf" }), "the grandchild's heading");
     await page.getByRole("link", { name: "Branches" }).click();
     await page.locator("ul.tree li[data-uid] li[data-uid] li[data-uid]").waitFor();
     const tree = await page
