@@ -84,10 +84,6 @@ export class BenchObject extends DurableObject<Env> {
     });
   }
 
-  /**
-   * The floor of Replay: makes sure this object holds `n` rows of `size` bytes (written on first
-   * use), then reads all of them and returns their bytes, concatenated.
-   */
   /** The same bytes as `read`, streamed in chunks of 512 rows, as Replay streams its records. */
   readStream(n: number, size: number): ReadableStream<Uint8Array> {
     const all = this.read(n, size);
@@ -102,6 +98,10 @@ export class BenchObject extends DurableObject<Env> {
     });
   }
 
+  /**
+   * The floor of Replay: makes sure this object holds `n` rows of `size` bytes (written on first
+   * use), then reads all of them and returns their bytes, concatenated.
+   */
   read(n: number, size: number): Uint8Array {
     this._db.query("CREATE TABLE IF NOT EXISTS readrows (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)");
     const have = Number(this._db.query<{ n: number }>("SELECT count(*) AS n FROM readrows")[0]!.n);
