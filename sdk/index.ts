@@ -21,7 +21,7 @@ export {
 } from "./client.js";
 export type { TailEvent, TailOptions } from "./tail.js";
 export { contentHash, canonicalRecordString, specDigest, modelInputHash } from "../proto/canon.js";
-export { ChainVerifier, verifyChain, type ChainRecord, type ChainReport } from "../proto/verify.js";
+export { ChainVerifier, servedRecordOf, verifyChain, type ChainRecord, type ChainReport, type ServedRecord } from "../proto/verify.js";
 export { textOf, userText, assistantText, eventKindName } from "../proto/messages.js";
 export type { Harness, HarnessStart, EventSink, ModelRequest, ModelResponse } from "../runtimes/harness-spi.js";
 export { compactionOf, type CompactionPoint } from "../runtimes/compaction.js";

@@ -2,11 +2,14 @@
  * The client SDK against the shared wrangler dev: exec results, paging, verify, error lines; once
  * with Node's fetch and once with the SDK's node:http fetch (sdk/node/http-fetch.ts).
  */
+import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { inject, describe, expect, it } from "vitest";
 import { describeError, SessionsClient } from "../../../sdk/client.js";
 import { freePort } from "../../../scripts/dev-server.js";
 import { nodeFetch } from "../../../sdk/node/index.js";
+import { LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { ChainVerifier, servedRecordOf } from "../../../proto/verify.js";
 
 describe.each([
   ["Node's fetch", undefined],
@@ -48,6 +51,26 @@ describe.each([
     expect(got.map((r) => r.seq)).toEqual(t.records.map((r) => r.seq));
     expect(got.map((r) => r.contentHash)).toEqual(t.records.map((r) => r.contentHash));
     expect(got[0]!.contentHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("replayEncoded: the same records as the host encoded them, over binary and JSON alike, and they verify from their bytes", async () => {
+    const t = await client.exec({ inputs: ["bytes"] });
+    const uid = t.session.metadata!.uid;
+    const json = new SessionsClient({ server: inject("serverUrl"), fetch, binary: false });
+    for (const c of [client, json]) {
+      const v = new ChainVerifier();
+      const seqs: bigint[] = [];
+      for await (const batch of c.replayEncoded(uid)) {
+        for (const bytes of batch) {
+          const r = servedRecordOf(bytes);
+          expect(fromBinary(LogRecordSchema, bytes).contentHash).toBe(r.hash);
+          seqs.push(r.seq);
+          v.pushServed(r);
+        }
+      }
+      expect(seqs).toEqual(t.records.map((r) => r.seq));
+      expect(v.report()).toMatchObject({ ok: true, records: 5n, headHash: t.records.at(-1)!.contentHash });
+    }
   });
 
   it("errors: a ConnectError with the server's code, and one actionable line", async () => {
