@@ -11,6 +11,7 @@ import { decodeBinary } from "../../../proto/binary-reader.js";
 import { EventKind, EventSchema, LogRecordSchema, type Event, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { assistantText, userText } from "../../../proto/messages.js";
 import { normalizeEvent } from "../../../proto/normalize.js";
+import { rng } from "../support/random-messages.js";
 import { type ChainReport, ChainVerifier, servedRecordOf, verifyChain } from "../../../proto/verify.js";
 
 function chain(events: Event[]): ChainRecord[] {
@@ -133,5 +134,38 @@ describe("chain check", () => {
     expect(v.report()).toEqual(verifyChain([first!]));
     // No event: hashed as the empty event.
     expect(servedRecordOf(toBinary(LogRecordSchema, create(LogRecordSchema, { seq: 1n }))).event).toEqual(new Uint8Array(0));
+  });
+
+  it("verifyChainAsync: hashes computed many at a time, finishing in any order, give the synchronous verdict on chains with faults anywhere", async () => {
+    const r = rng(2026);
+    const events = Array.from({ length: 700 }, (_, i) =>
+      normalizeEvent(create(EventSchema, { executionId: "e1", kind: EventKind.EVENT_INPUT, body: { case: "message", value: userText(`m${i}`) } })),
+    );
+    const intact = chain(events);
+    // Each digest resolves after a random delay, so later records' hashes arrive before earlier ones.
+    const shuffled = async (text: string) => {
+      await new Promise((ok) => setTimeout(ok, r.int(3)));
+      return webSha256Hex(text);
+    };
+    const faults: ((c: ChainRecord[], at: number) => void)[] = [
+      (c, at) => (c[at] = { ...c[at]!, hash: "0".repeat(64) }),
+      (c, at) => (c[at] = { ...c[at]!, prevHash: c[0]!.hash }),
+      (c, at) => c.splice(at, 1),
+      (c, at) => {
+        const bytes = Uint8Array.from(c[at]!.event as Uint8Array);
+        bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
+        c[at] = { ...c[at]!, event: bytes };
+      },
+    ];
+    for (let round = 0; round < 12; round++) {
+      const records = [...intact];
+      // One or two faults; with two, the earlier must be the one reported even when the later is found first.
+      const at = [r.int(600), r.int(690)].sort((a, b) => b - a).slice(0, 1 + (round % 2));
+      for (const i of at) r.pick(faults)(records, i);
+      const sync = verifyChain(records);
+      expect(sync.ok, `round ${round}`).toBe(false);
+      expect(await verifyChainAsync(records, shuffled), `round ${round}`).toEqual(sync);
+    }
+    expect(await verifyChainAsync(intact, shuffled)).toEqual(verifyChain(intact));
   });
 });
