@@ -20,6 +20,8 @@ export interface CommandContext {
   err: Writer;
   /** `out` is a terminal: `exec` then shows streamed model text inline, where a person reads it. */
   outIsTty: boolean;
+  /** `err` is a terminal: long reads then show a progress line there (cli/progress.ts). */
+  errIsTty: boolean;
   /** Reads all of standard input (the `hash` command). */
   readStdin(): Promise<string>;
   /** The Sessions client, built on first use so offline commands never need a server. */
@@ -62,12 +64,14 @@ export function createCommandContext(opts: {
   out: Writer;
   err: Writer;
   outIsTty?: boolean;
+  errIsTty?: boolean;
   readStdin: () => Promise<string>;
 }): CommandContext {
   let client: SessionsClient | undefined;
   return {
     ...opts,
     outIsTty: opts.outIsTty ?? false,
+    errIsTty: opts.errIsTty ?? false,
     client: () => (client ??= new SessionsClient({ server: opts.server, token: opts.token, fetch: nodeFetch })),
   };
 }

@@ -55,6 +55,8 @@ export interface CliIo {
   err: Writer;
   /** `out` is a terminal (process.stdout.isTTY); default false. */
   outIsTty?: boolean;
+  /** `err` is a terminal (process.stderr.isTTY); default false. */
+  errIsTty?: boolean;
   env: Record<string, string | undefined>;
   readStdin: () => Promise<string>;
 }
@@ -94,6 +96,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       out: io.out,
       err: io.err,
       outIsTty: io.outIsTty,
+      errIsTty: io.errIsTty,
       readStdin: io.readStdin,
     });
     return await command.run(ctx, args);
@@ -167,6 +170,7 @@ export async function main(): Promise<void> {
     out: process.stdout,
     err: process.stderr,
     outIsTty: process.stdout.isTTY === true,
+    errIsTty: process.stderr.isTTY === true,
     env: process.env,
     readStdin: async () => {
       const chunks: Buffer[] = [];

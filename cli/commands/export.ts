@@ -14,6 +14,7 @@ import { blobRefsOf, type BlobReference } from "../../proto/blob-ref.js";
 import { sessionArg, UsageError } from "../args.js";
 import { blobsDirOf, downloadBlob } from "../blob-files.js";
 import { writeJsonLine, type Command } from "../command.js";
+import { createProgress } from "../progress.js";
 
 const EXPORT_SCHEMA = `CREATE TABLE events (
   session TEXT NOT NULL,
@@ -49,6 +50,7 @@ export const exportCommand: Command = {
     const db = new SQL.Database();
     let n = 0;
     const refs = new Map<string, BlobReference>();
+    const progress = createProgress(ctx, "exporting: record %d");
     try {
       db.run(EXPORT_SCHEMA);
       const insert = db.prepare("INSERT INTO events (session, seq, prev_hash, hash, event) VALUES (?, ?, ?, ?, ?)");
@@ -56,7 +58,7 @@ export const exportCommand: Command = {
         const event = toBinary(EventSchema, r.event ?? create(EventSchema));
         insert.run([uid, Number(r.seq), r.prevHash, r.contentHash, event]);
         for (const ref of r.event ? blobRefsOf(r.event) : []) refs.set(ref.sha256, ref);
-        n++;
+        progress.update(++n);
       }
       insert.free();
       await writeFile(out, db.export(), { flag: force ? "w" : "wx" });
@@ -64,6 +66,7 @@ export const exportCommand: Command = {
       if ((e as NodeJS.ErrnoException).code === "EEXIST") throw new Error(`${out} exists: pass --force to overwrite it`);
       throw e;
     } finally {
+      progress.end();
       db.close();
     }
     const dir = blobsDirOf(out);

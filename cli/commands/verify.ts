@@ -20,6 +20,7 @@ import { ChainVerifier, servedRecordOf, type ChainReport } from "../../proto/ver
 import { blobRefsOf, mayHoldBlobRefs, type BlobReference } from "../../proto/blob-ref.js";
 import { decodeBinary } from "../../proto/binary-reader.js";
 import { sessionArg } from "../args.js";
+import { createProgress } from "../progress.js";
 import { verifyExport } from "../verify-export.js";
 import { writeJsonLine, type Command, type CommandContext } from "../command.js";
 
@@ -75,6 +76,8 @@ export const verifyCommand: Command = {
 async function verifyLocally(ctx: CommandContext, uid: string): Promise<{ chain: ChainReport; blobs: { checked: number; problem: string } }> {
   const v = new ChainVerifier();
   const refs = new Map<string, bigint>();
+  const progress = createProgress(ctx, "verifying: record %d");
+  let n = 0;
   try {
     // Each record is taken apart and hashed from its bytes, not decoded (proto/jcs-binary.ts): the
     // work this command does per record, in a process too short for decoding code to warm up.
@@ -85,9 +88,12 @@ async function verifyLocally(ctx: CommandContext, uid: string): Promise<{ chain:
         v.pushServed(r);
         if (mayHoldBlobRefs(r.event)) for (const ref of blobRefsIn(r.event)) if (!refs.has(ref.sha256)) refs.set(ref.sha256, r.seq);
       }
+      progress.update((n += batch.length));
     }
   } catch (e) {
     throw await explainNotFound(ctx, uid, e);
+  } finally {
+    progress.end();
   }
   // Each blob is fetched and hashed here (getBlob refuses one whose SHA-256 differs), not taken on
   // the server's word. The references themselves are covered by the chain just checked.

@@ -134,6 +134,25 @@ describe("agentctl replay and verify", () => {
     expect(r.lines).toEqual([expect.stringMatching(/^VERIFIED 10 records head=[0-9a-f]{64}$/)]);
   });
 
+  it("verify and export: a progress line on a terminal's stderr, cleared at the end; nothing of it on a pipe or in stdout", async () => {
+    const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
+    const tty = await agentctl([...S, "verify", "--session", uid], { errIsTty: true });
+    expect(tty.code).toBe(0);
+    expect(tty.stderr).toBe("\rverifying: record 5\x1b[K\r\x1b[K");
+    expect(tty.lines).toEqual([expect.stringMatching(/^VERIFIED 5 records head=/)]);
+    const piped = await agentctl([...S, "verify", "--session", uid]);
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout).toBe(tty.stdout);
+    const dir = mkdtempSync(join(tmpdir(), "agentsessions-progress-"));
+    try {
+      const out = await agentctl([...S, "export", "--session", uid, "--out", join(dir, "s.sqlite")], { errIsTty: true });
+      expect(out.code).toBe(0);
+      expect(out.stderr).toBe("\rexporting: record 1\x1b[K\r\x1b[K");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("verify: an unknown session exits 1 with not_found", async () => {
     const r = await agentctl([...S, "verify", "--session", "sess-000000000000000000000000"]);
     expect(r.code).toBe(1);

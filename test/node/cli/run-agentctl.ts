@@ -27,6 +27,8 @@ export interface CliOptions {
   /** Standard input, read whole by the commands that take it (`hash`); "" by default. */
   stdin?: string;
   env?: Record<string, string>;
+  /** In process only: stderr is a terminal (progress lines are drawn there). */
+  errIsTty?: boolean;
 }
 
 /** The environment a run sees: the test process's, without AGENTSESSIONS_*, plus `extra`. */
@@ -49,6 +51,7 @@ export async function agentctl(args: readonly string[], opts: CliOptions = {}): 
     out: { write: (s: string) => (stdout += s) },
     err: { write: (s: string) => (stderr += s) },
     outIsTty: false,
+    errIsTty: opts.errIsTty ?? false,
     env: cliEnv(opts.env),
     readStdin: async () => opts.stdin ?? "",
   });
