@@ -458,7 +458,8 @@ function zeroCheck(type: ScalarType): (v: unknown) => boolean {
   }
 }
 
-function wireTypeOf(type: ScalarType): WireType {
+/** The wire type a scalar of `type` is written with (and, unpacked, read with: jcs-binary.ts). */
+export function wireTypeOf(type: ScalarType): WireType {
   switch (type) {
     case ScalarType.BYTES:
     case ScalarType.STRING:

@@ -13,9 +13,10 @@
  *
  * Property-tested against decodeBinary + canonicalJsonOf: test/node/proto/jcs-binary.test.ts.
  */
-import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { scalarReader, scalarZero } from "./binary-reader.js";
+import { wireTypeOf } from "./binary-writer.js";
 import { isZero, writeDuration, writeEnum, writeScalar, writeString, writeTimestamp } from "./jcs-writer.js";
 
 /** A BinaryReader whose bytes this module's own varint and tag readers can see. */
@@ -200,7 +201,7 @@ function readerOf(f: DescField): ReadText {
   switch (f.fieldKind) {
     case "scalar":
       // Explicit presence (a oneof member, `optional`) writes a zero; implicit presence leaves it out.
-      return single(wireOf(f.scalar), scalarValue(f.scalar, f.utf8Validation, f.presence === IMPLICIT && !f.oneof));
+      return single(wireTypeOf(f.scalar), scalarValue(f.scalar, f.utf8Validation, f.presence === IMPLICIT && !f.oneof));
     case "enum":
       return single(WireType.Varint, enumValue(f.enum, f.presence === IMPLICIT && !f.oneof));
     case "message":
@@ -209,7 +210,7 @@ function readerOf(f: DescField): ReadText {
       if (f.listKind === "message") return messageText(f.message);
       if (f.listKind === "enum") return packable(WireType.Varint, enumValue(f.enum, false));
       const one = scalarValue(f.scalar, f.utf8Validation, false);
-      const wire = wireOf(f.scalar);
+      const wire = wireTypeOf(f.scalar);
       return wire === WireType.LengthDelimited ? single(wire, one) : packable(wire, one);
     }
     case "map":
@@ -269,7 +270,7 @@ function messageText(desc: DescMessage): ReadText {
 /** One map entry as the decoder reads it: key 1 and value 2, zero defaults, no other field. */
 function entryReader(f: DescField & { fieldKind: "map" }): (r: Reader, depth: number) => [string, string] {
   const readKey = scalarReader(f.mapKey, f.utf8Validation);
-  const keyWire = wireOf(f.mapKey);
+  const keyWire = wireTypeOf(f.mapKey);
   const keyZero = scalarZero(f.mapKey);
   let value: ReadText | undefined;
   let zero = "";
@@ -277,7 +278,7 @@ function entryReader(f: DescField & { fieldKind: "map" }): (r: Reader, depth: nu
     value = single(WireType.Varint, enumValue(f.enum, false));
     zero = writeEnum(f.enum, f.enum.values[0]!.number);
   } else if (f.mapKind === "scalar") {
-    value = single(wireOf(f.scalar), scalarValue(f.scalar, f.utf8Validation, false));
+    value = single(wireTypeOf(f.scalar), scalarValue(f.scalar, f.utf8Validation, false));
     zero = writeScalar(f.scalar, scalarZero(f.scalar)());
   }
   return (r, depth) => {
@@ -294,22 +295,4 @@ function entryReader(f: DescField & { fieldKind: "map" }): (r: Reader, depth: nu
     if (r.pos !== end) throw NEEDS_DECODER;
     return [String(key === undefined ? keyZero() : key), text ?? zero];
   };
-}
-
-function wireOf(type: ScalarType): WireType {
-  switch (type) {
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return WireType.LengthDelimited;
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return WireType.Bit64;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return WireType.Bit32;
-    default:
-      return WireType.Varint;
-  }
 }
