@@ -4,7 +4,7 @@
  * group so stop() and kill() take wrangler and both workerd children down together (docs/platform.md P9).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -63,11 +63,11 @@ export async function freePort(): Promise<number> {
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
   const owned = opts.persistDir === undefined;
   const persistDir = opts.persistDir ?? mkdtempSync(join(tempRoot(), "agentsessions-dev-"));
-  const port = opts.port ?? (await freePort());
-  const logFile = join(persistDir, `wrangler-${port}.log`);
+  let port = opts.port ?? (await freePort());
+  let logFile = join(persistDir, `wrangler-${port}.log`);
   let child: ChildProcess | undefined;
 
-  const launch = async () => {
+  const launchOnce = async () => {
     const inspector = await freePort();
     const args = [
       join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
@@ -90,6 +90,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     // Local development: authentication off unless a test configures it (opts.vars.AUTH_MODE).
     for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, AUTH_MODE: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
     mkdirSync(join(persistDir, "tmp"), { recursive: true });
+    const logFrom = existsSync(logFile) ? statSync(logFile).size : 0;
     const fd = openSync(logFile, "a");
     child = spawn(process.execPath, args, {
       cwd: ROOT,
@@ -109,7 +110,28 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     });
     closeSync(fd);
     if (child.pid !== undefined) noteGroup(child.pid);
-    await waitReady(`http://127.0.0.1:${port}`, child, logFile);
+    await waitReady(`http://127.0.0.1:${port}`, child, logFile, logFrom);
+  };
+
+  /**
+   * Starts wrangler, trying again when it exits before serving: a port picked by freePort() can be
+   * taken by another process before wrangler binds it. A first start picks fresh ports for the next
+   * try; a restart keeps its port (clients hold the URL) and waits for the old server to let go.
+   */
+  const launch = async (keepPort: boolean) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await launchOnce();
+      } catch (e) {
+        if (!(e instanceof EarlyExit) || attempt >= LAUNCH_ATTEMPTS) throw e;
+        await signalGroup("SIGKILL");
+        if (!keepPort && opts.port === undefined) {
+          port = await freePort();
+          logFile = join(persistDir, `wrangler-${port}.log`);
+        }
+        await sleep(500 * attempt);
+      }
+    }
   };
 
   const signalGroup = async (sig: NodeJS.Signals) => {
@@ -136,7 +158,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   };
 
   try {
-    await launch();
+    await launch(false);
   } catch (e) {
     await signalGroup("SIGKILL");
     if (owned) rmSync(persistDir, { recursive: true, force: true });
@@ -152,7 +174,7 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     restart: async () => {
       // The old server would keep the port, and the new one would never serve a request.
       await signalGroup("SIGTERM");
-      await launch();
+      await launch(true);
     },
     dispose: async () => {
       await signalGroup("SIGTERM");
@@ -161,12 +183,18 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
   };
 }
 
-async function waitReady(url: string, child: ChildProcess, logFile: string): Promise<void> {
+const LAUNCH_ATTEMPTS = 3;
+
+/** wrangler exited before it served a request; the message carries the end of its log. */
+class EarlyExit extends Error {}
+
+async function waitReady(url: string, child: ChildProcess, logFile: string, logFrom: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}; see ${logFile}`);
+    // The log goes with a storage folder this module owns, so the error carries its end.
+    if (child.exitCode !== null) throw new EarlyExit(`wrangler dev exited with ${child.exitCode} before serving; its log ends:\n${logTail(logFile, logFrom)}`);
     try {
-      const r = await fetch(`${url}/healthz`);
+      const r = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
       if (r.ok) return;
     } catch {
       // not listening yet
@@ -174,6 +202,17 @@ async function waitReady(url: string, child: ChildProcess, logFile: string): Pro
     await sleep(100);
   }
   throw new Error(`wrangler dev did not become ready within 60 s; see ${logFile}`);
+}
+
+/** The last lines this launch wrote to the log, without terminal colours. */
+function logTail(logFile: string, from: number): string {
+  try {
+    const text = readFileSync(logFile).subarray(from).toString("utf8");
+    const plain = text.replace(/\x1b\[[0-9;]*m/g, "").trim();
+    return plain.split("\n").slice(-20).join("\n") || "(empty)";
+  } catch {
+    return "(no log)";
+  }
 }
 
 export function sleep(ms: number): Promise<void> {

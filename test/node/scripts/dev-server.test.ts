@@ -1,0 +1,68 @@
+/**
+ * The test servers' launcher (scripts/dev-server.ts): a wrangler that exits before it serves, as it
+ * does when another process took its port, is tried again, and when every try fails the error
+ * carries the end of wrangler's log (its storage folder, and the log with it, are removed).
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { sleep, startDevServer, type DevServer } from "../../../scripts/dev-server.js";
+
+let holder: Server | undefined;
+let server: DevServer | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  await server?.dispose();
+  server = undefined;
+  if (holder?.listening) await new Promise((ok) => holder!.close(ok));
+  holder = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Listens on a free loopback port and returns it: the port is taken until the holder closes. */
+async function holdPort(): Promise<number> {
+  holder = createServer((socket) => socket.destroy());
+  await new Promise<void>((ok) => holder!.listen(0, "127.0.0.1", () => ok()));
+  return (holder.address() as { port: number }).port;
+}
+
+function tmpRoot(): string {
+  return process.env.AGENTSESSIONS_TMP ?? "/tmp";
+}
+
+describe("startDevServer", () => {
+  it("tries again when wrangler exits before serving, and serves once the port is free", async () => {
+    const port = await holdPort();
+    dir = mkdtempSync(join(tmpRoot(), "agentsessions-devsrv-"));
+    const log = join(dir, `wrangler-${port}.log`);
+    const starting = startDevServer({ port, persistDir: dir });
+    // The first try fails on the taken port; the port is let go before the next one.
+    for (let i = 0; i < 600 && !(existsSync(log) && /Address already in use/.test(readFileSync(log, "utf8"))); i++) await sleep(50);
+    expect(readFileSync(log, "utf8")).toMatch(/Address already in use/);
+    await new Promise((ok) => holder!.close(ok));
+    server = await starting;
+    expect(server.port).toBe(port);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  }, 120_000);
+
+  it("says why when every try fails, and removes the storage folder it made", async () => {
+    const port = await holdPort();
+    const before = new Set(listTmp());
+    const error = await startDevServer({ port }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/exited with 1 before serving; its log ends:\n[\s\S]*Address already in use/);
+    // Only this try's lines, without colour codes.
+    expect(error?.message).not.toMatch(/\x1b\[/);
+    expect(error?.message.match(/Address already in use/g)).toHaveLength(1);
+    expect(listTmp().filter((n) => !before.has(n) && n.startsWith("agentsessions-dev-"))).toEqual([]);
+  }, 120_000);
+});
+
+function listTmp(): string[] {
+  return readdirSync(tmpRoot());
+}
