@@ -7,13 +7,16 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const m of modules) {
-      if (m.state() === "failed" && [...m.children.allTests()].length === 0) failed++;
+      let failedHere = 0;
       for (const t of m.children.allTests()) {
         const s = t.result().state;
         if (s === "passed") passed++;
-        else if (s === "failed") failed++;
+        else if (s === "failed") failedHere++;
         else skipped++;
       }
+      // A file that failed outside its tests (an import, a beforeAll) counts once: its tests
+      // report as skipped, and the closing line must not say 0 failed.
+      failed += failedHere > 0 ? failedHere : m.state() === "failed" ? 1 : 0;
     }
     // The leak check (test/node/support/leak-check.ts) runs after this and may add a failure.
     (globalThis as { testSummary?: { passed: number; failed: number } }).testSummary = { passed, failed };
