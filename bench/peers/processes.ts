@@ -7,7 +7,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, groupAlive, ROOT, sleep } from "../../scripts/dev-server.js";
+import { freePort, groupAlive, ROOT, sleep, WITHOUT_DEVTOOLS } from "../../scripts/dev-server.js";
 
 /** Stop actions, run last-registered first; idempotent. */
 export class Cleanup {
@@ -105,7 +105,7 @@ export interface PeersWorker {
   persistDir: string;
 }
 
-/** `wrangler dev` of bench/peers/worker, with the same binary, flags and environment as ours. */
+/** `wrangler dev` of bench/peers/worker, with the same binary, flags and environment as ours (devtools detached too). */
 export async function startPeersWorker(persistDir: string, cleanup: Cleanup): Promise<PeersWorker> {
   const port = await freePort();
   const inspector = await freePort();
@@ -142,6 +142,7 @@ export async function startPeersWorker(persistDir: string, cleanup: Cleanup): Pr
         CLOUDFLARE_CF_FETCH_ENABLED: "false",
         WRANGLER_LOG_PATH: join(persistDir, "wrangler-logs"),
         TMPDIR: persistDir,
+        ...WITHOUT_DEVTOOLS,
       },
     },
   );

@@ -1,7 +1,9 @@
 /**
  * The test servers' launcher (scripts/dev-server.ts): a wrangler that exits before it serves, as it
  * does when another process took its port, is tried again, and when every try fails the error
- * carries the end of wrangler's log (its storage folder, and the log with it, are removed).
+ * carries the end of wrangler's log (its storage folder, and the log with it, are removed). Its
+ * devtools inspector stays detached unless asked for (WITHOUT_DEVTOOLS: attached, wrangler handles
+ * every console line a second time).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -46,6 +48,19 @@ describe("startDevServer", () => {
     server = await starting;
     expect(server.port).toBe(port);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    // No devtools proxy: nothing listens on the inspector port wrangler was given.
+    const inspector = await fetch(`http://127.0.0.1:${server.inspectorPort}/json`).then(
+      (r) => r.status,
+      (e: Error) => String((e.cause as Error | undefined)?.message ?? e),
+    );
+    expect(inspector).toMatch(/ECONNREFUSED/);
+  }, 120_000);
+
+  it("attaches the devtools inspector when asked, for a profiler", async () => {
+    server = await startDevServer({ inspector: true });
+    const targets = (await (await fetch(`http://127.0.0.1:${server.inspectorPort}/json`)).json()) as { webSocketDebuggerUrl?: string }[];
+    expect(targets.length).toBeGreaterThan(0);
+    expect(targets[0]!.webSocketDebuggerUrl).toMatch(/^ws:\/\/127\.0\.0\.1:/);
   }, 120_000);
 
   it("says why when every try fails, and removes the storage folder it made", async () => {
