@@ -26,13 +26,18 @@ const pages: TestPage[] = [];
 
 beforeAll(async () => {
   [model, executor] = await Promise.all([startFakeOpenAi(), startFakeExecutor()]);
-  [host, browser] = await Promise.all([
+  // Both are kept even when the other fails, so afterAll stops the host a failed browser launch
+  // (Chromium missing) would otherwise leave running.
+  const [started, launched] = await Promise.allSettled([
     // A short idle limit makes the page's Tail stream reconnect often (the feed test below needs one).
     startHost({
       vars: { TEST_HARNESSES: "1", TOOL_EXECUTOR_URL: executor.url, MODEL_BASE_URL: model.url, MODEL_DEFAULT: "gpt-test", TAIL_IDLE_LIMIT_MS: "2000" },
     }),
     launchBrowser(),
   ]);
+  if (started.status === "fulfilled") host = started.value;
+  if (launched.status === "fulfilled") browser = launched.value;
+  for (const r of [started, launched]) if (r.status === "rejected") throw r.reason;
   // A harness of our own that reports token usage, so journals carry USAGE records.
   harness = serve({ url: host.url, name: "metered", harness: metered, backoff: { initialMs: 50, maxMs: 200 } });
   await harness.connected;
