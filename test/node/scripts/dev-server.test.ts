@@ -65,19 +65,25 @@ describe("startDevServer", () => {
 
   it("says why when every try fails, and removes the storage folder it made", async () => {
     const port = await holdPort();
-    const before = new Set(listTmp());
-    const error = await startDevServer({ port }).then(
-      () => undefined,
-      (e: unknown) => e as Error,
-    );
+    // A folder of its own for the server's storage: other test files make theirs in the run's.
+    const shared = process.env.AGENTSESSIONS_TMP;
+    dir = mkdtempSync(join(tmpRoot(), "agentsessions-devsrv-"));
+    process.env.AGENTSESSIONS_TMP = dir;
+    let error: Error | undefined;
+    try {
+      error = await startDevServer({ port }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+    } finally {
+      if (shared === undefined) delete process.env.AGENTSESSIONS_TMP;
+      else process.env.AGENTSESSIONS_TMP = shared;
+    }
     expect(error?.message).toMatch(/exited with 1 before serving; its log ends:\n[\s\S]*Address already in use/);
     // Only this try's lines, without colour codes.
     expect(error?.message).not.toMatch(/\x1b\[/);
     expect(error?.message.match(/Address already in use/g)).toHaveLength(1);
-    expect(listTmp().filter((n) => !before.has(n) && n.startsWith("agentsessions-dev-"))).toEqual([]);
+    expect(readdirSync(dir).filter((n) => n.startsWith("agentsessions-dev-"))).toEqual([]);
   }, 120_000);
 });
 
-function listTmp(): string[] {
-  return readdirSync(tmpRoot());
-}
