@@ -5,6 +5,7 @@
  * is `kind (1 byte) | length (4 bytes, big-endian) | payload`: kind 0 carries a binary ExecUpdate,
  * kind 1 a JSON Failure that ends the stream. Encoded in objects/, decoded in worker/.
  */
+import { concatBytes } from "../proto/bytes.js";
 import type { Failure } from "./session/outcomes.js";
 
 const UPDATE = 0;
@@ -104,6 +105,8 @@ export class FrameSink {
   readonly stream: ReadableStream<Uint8Array>;
   private _ctl!: ReadableStreamDefaultController<Uint8Array>;
   private _open = true;
+  /** Frames written since the last chunk: a commit's records and the frames around them go as one. */
+  private _pending: Uint8Array[] = [];
 
   constructor() {
     this.stream = new ReadableStream<Uint8Array>({
@@ -127,6 +130,7 @@ export class FrameSink {
 
   close(): void {
     if (!this._open) return;
+    this._flush();
     this._open = false;
     try {
       this._ctl.close();
@@ -135,10 +139,23 @@ export class FrameSink {
     }
   }
 
+  /**
+   * Queues a frame and sends what is queued once the current synchronous work is done: each chunk
+   * costs the RPC stream, the Worker's relay and the HTTP response a step of their own, and
+   * frames written together (a commit's records) need not arrive apart.
+   */
   private _push(bytes: Uint8Array): void {
     if (!this._open) return;
+    this._pending.push(bytes);
+    if (this._pending.length === 1) queueMicrotask(() => this._flush());
+  }
+
+  private _flush(): void {
+    const parts = this._pending;
+    if (parts.length === 0 || !this._open) return;
+    this._pending = [];
     try {
-      this._ctl.enqueue(bytes);
+      this._ctl.enqueue(concatBytes(parts));
     } catch {
       this._open = false;
     }

@@ -1,10 +1,11 @@
 /**
  * objects/exec-frames.ts in process: the Exec stream's frames reassembled from chunks split at
  * every byte, and relayed as Connect envelopes without being re-framed (the Worker's Exec route,
- * worker/exec-stream-route.ts, forwards `relay`'s bytes as the response body).
+ * worker/exec-stream-route.ts, forwards `relay`'s bytes as the response body); and FrameSink sending
+ * the frames written together as one chunk.
  */
 import { describe, expect, it } from "vitest";
-import { encodeFailureFrame, encodeUpdateFrame, FrameDecoder } from "../../../objects/exec-frames.js";
+import { encodeFailureFrame, encodeUpdateFrame, FrameDecoder, FrameSink } from "../../../objects/exec-frames.js";
 import { concatBytes } from "../../../proto/bytes.js";
 import { envelopeFrame } from "../../../proto/record-envelopes.js";
 
@@ -65,5 +66,59 @@ describe("FrameDecoder", () => {
       expect(concatBytes(sent)).toEqual(encodeUpdateFrame(payloads[1]!));
       expect(ended).toEqual({ ok: false, reason: "session_busy", message: "a turn is running" });
     }
+  });
+});
+
+/** Every chunk the sink's stream gives until it closes. */
+async function chunksOf(sink: FrameSink): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  const reader = sink.stream.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) out.push(r.value);
+  return out;
+}
+
+describe("FrameSink", () => {
+  it("sends the frames written in one synchronous run as one chunk, and a later run's as the next", async () => {
+    const sink = new FrameSink();
+    const read = chunksOf(sink);
+    sink.update(payloads[0]!);
+    sink.update(payloads[1]!);
+    await Promise.resolve();
+    await new Promise((ok) => setTimeout(ok, 0));
+    sink.update(payloads[2]!);
+    sink.update(payloads[3]!);
+    await new Promise((ok) => setTimeout(ok, 0));
+    sink.close();
+    const chunks = await read;
+    expect(chunks).toHaveLength(2);
+    expect(concatBytes(chunks)).toEqual(updates);
+    const dec = new FrameDecoder();
+    expect(chunks.flatMap((c) => dec.push(c)).map((f) => (f.kind === "update" ? [...f.bytes] : f.kind))).toEqual(payloads.map((p) => [...p]));
+  });
+
+  it("close and fail send what is still queued first, in order", async () => {
+    const closing = new FrameSink();
+    const closed = chunksOf(closing);
+    closing.update(payloads[1]!);
+    closing.close();
+    expect(concatBytes(await closed)).toEqual(encodeUpdateFrame(payloads[1]!));
+
+    const failing = new FrameSink();
+    const failed = chunksOf(failing);
+    failing.update(payloads[2]!);
+    failing.fail({ ok: false, reason: "session_busy", message: "a turn is running" });
+    // Written after the end: dropped.
+    failing.update(payloads[3]!);
+    await new Promise((ok) => setTimeout(ok, 0));
+    expect(concatBytes(await failed)).toEqual(concatBytes([encodeUpdateFrame(payloads[2]!), failure]));
+  });
+
+  it("a reader that went away drops what is queued without failing the writer", async () => {
+    const sink = new FrameSink();
+    sink.update(payloads[1]!);
+    await sink.stream.cancel();
+    expect(() => sink.update(payloads[2]!)).not.toThrow();
+    await new Promise((ok) => setTimeout(ok, 0));
+    expect(() => sink.close()).not.toThrow();
   });
 });
