@@ -86,4 +86,3 @@ describe("startDevServer", () => {
     expect(readdirSync(dir).filter((n) => n.startsWith("agentsessions-dev-"))).toEqual([]);
   }, 120_000);
 });
-
