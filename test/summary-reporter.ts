@@ -16,7 +16,8 @@ export default class SummaryReporter implements Reporter {
       }
       // A file that failed outside its tests (an import, a beforeAll) counts once: its tests
       // report as skipped, and the closing line must not say 0 failed.
-      failed += failedHere > 0 ? failedHere : m.state() === "failed" ? 1 : 0;
+      if (failedHere === 0 && m.state() === "failed") failedHere = 1;
+      failed += failedHere;
     }
     // The leak check (test/node/support/leak-check.ts) runs after this and may add a failure.
     (globalThis as { testSummary?: { passed: number; failed: number } }).testSummary = { passed, failed };
