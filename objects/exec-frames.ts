@@ -3,15 +3,19 @@
  *
  * Durable Object RPC carries byte streams whose chunk boundaries are not preserved, so each frame
  * is `kind (1 byte) | length (4 bytes, big-endian) | payload`: kind 0 carries a binary ExecUpdate,
- * kind 1 a JSON Failure that ends the stream. Encoded in objects/, decoded in worker/.
+ * kind 1 a JSON Failure that ends the stream, kind 2 (empty) says the stream ended well and nothing
+ * follows. The end frame is sent only to a reader that asked for it (`FrameSink` `endFrame`): a
+ * Worker of an older version, during a deploy, would take any frame it does not know for a failure.
+ * Encoded in objects/, decoded in worker/.
  */
 import { concatBytes } from "../proto/bytes.js";
 import type { Failure } from "./session/outcomes.js";
 
 const UPDATE = 0;
 const FAILURE = 1;
+const END = 2;
 
-export type Frame = { kind: "update"; bytes: Uint8Array } | { kind: "failure"; failure: Failure };
+export type Frame = { kind: "update"; bytes: Uint8Array } | { kind: "failure"; failure: Failure } | { kind: "end" };
 
 export function encodeUpdateFrame(updateBytes: Uint8Array): Uint8Array {
   return frame(UPDATE, updateBytes);
@@ -20,6 +24,9 @@ export function encodeUpdateFrame(updateBytes: Uint8Array): Uint8Array {
 export function encodeFailureFrame(f: Failure): Uint8Array {
   return frame(FAILURE, new TextEncoder().encode(JSON.stringify({ reason: f.reason, message: f.message })));
 }
+
+/** The frame that ends a stream well (see the top of this file). */
+export const END_FRAME: Uint8Array = new Uint8Array([END, 0, 0, 0, 0]);
 
 function frame(kind: number, payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(5 + payload.length);
@@ -39,7 +46,8 @@ export class FrameDecoder {
     let at = 0;
     for (let len = wholeFrame(joined, at); len >= 0; len = wholeFrame(joined, at)) {
       const payload = joined.subarray(at + 5, at + 5 + len);
-      frames.push(joined[at] === UPDATE ? { kind: "update", bytes: payload } : { kind: "failure", failure: failureOf(payload) });
+      const kind = joined[at];
+      frames.push(kind === UPDATE ? { kind: "update", bytes: payload } : kind === END ? { kind: "end" } : { kind: "failure", failure: failureOf(payload) });
       at += 5 + len;
     }
     this._buf = this._rest(joined, at);
@@ -47,23 +55,25 @@ export class FrameDecoder {
   }
 
   /**
-   * The chunk's whole update frames as they are, byte for byte, and the failure frame that ended
-   * the stream, if one did. An update frame is laid out as a Connect (and gRPC-Web) data envelope,
-   * flags 0, so the Worker forwards these bytes as the response's envelopes without copying them.
+   * The chunk's whole update frames as they are, byte for byte, and how the stream ended, if it
+   * did: with a failure frame, or with the end frame (`ended`). An update frame is laid out as a
+   * Connect (and gRPC-Web) data envelope, flags 0, so the Worker forwards these bytes as the
+   * response's envelopes without copying them. Nothing after the frame that ends the stream counts.
    */
-  relay(chunk: Uint8Array): { envelopes?: Uint8Array; failure?: Failure } {
+  relay(chunk: Uint8Array): { envelopes?: Uint8Array; failure?: Failure; ended?: true } {
     const joined = this._join(chunk);
     let at = 0;
     let failure: Failure | undefined;
+    let ended: true | undefined;
     for (let len = wholeFrame(joined, at); len >= 0; len = wholeFrame(joined, at)) {
-      if (joined[at] !== UPDATE) {
-        failure = failureOf(joined.subarray(at + 5, at + 5 + len));
-        break;
-      }
+      const kind = joined[at];
+      if (kind === END) ended = true;
+      else if (kind !== UPDATE) failure = failureOf(joined.subarray(at + 5, at + 5 + len));
+      if (ended || failure) break;
       at += 5 + len;
     }
-    this._buf = failure ? new Uint8Array(0) : this._rest(joined, at);
-    return { envelopes: at > 0 ? joined.subarray(0, at) : undefined, failure };
+    this._buf = failure || ended ? new Uint8Array(0) : this._rest(joined, at);
+    return { envelopes: at > 0 ? joined.subarray(0, at) : undefined, failure, ended };
   }
 
   /** A partial frame after `at`, copied: the bytes before it are handed on and may be transferred. */
@@ -100,15 +110,24 @@ function failureOf(payload: Uint8Array): Failure {
 /**
  * The producing side of an Exec stream: frames are queued as they happen and handed to the Worker
  * as a byte stream. A reader that went away never fails the turn: its records are durable anyway.
+ *
+ * Frames are sent when the object next waits on something outside it (a timer of 0 ms fires then),
+ * not one chunk per frame: each chunk costs the RPC stream, the Worker's relay, the HTTP response
+ * and the client a step of their own, and a turn that runs without waiting (an echo turn) can
+ * answer in one. A turn that waits (a provider's model call, a tool) streams what it committed
+ * before the wait.
  */
 export class FrameSink {
   readonly stream: ReadableStream<Uint8Array>;
   private _ctl!: ReadableStreamDefaultController<Uint8Array>;
   private _open = true;
-  /** Frames written since the last chunk: a commit's records and the frames around them go as one. */
+  private _failed = false;
+  private _held = false;
+  private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pending: Uint8Array[] = [];
 
-  constructor() {
+  /** `endFrame`: close with the end frame (the reader asked for it; see the top of this file). */
+  constructor(private readonly _o: { endFrame?: boolean } = {}) {
     this.stream = new ReadableStream<Uint8Array>({
       start: (c) => {
         this._ctl = c;
@@ -125,11 +144,22 @@ export class FrameSink {
 
   fail(f: Failure): void {
     this._push(encodeFailureFrame(f));
+    this._failed = true;
     this.close();
+  }
+
+  /**
+   * Sends nothing more until close: for the wait after a turn's last record (its Directory
+   * report), so the records, the end and the end frame go as one chunk.
+   */
+  hold(): void {
+    this._held = true;
+    this._cancelTimer();
   }
 
   close(): void {
     if (!this._open) return;
+    if (this._o.endFrame && !this._failed) this._pending.push(END_FRAME);
     this._flush();
     this._open = false;
     try {
@@ -139,23 +169,25 @@ export class FrameSink {
     }
   }
 
-  /**
-   * Queues a frame and sends what is queued once the current synchronous work is done: each chunk
-   * costs the RPC stream, the Worker's relay and the HTTP response a step of their own, and
-   * frames written together (a commit's records) need not arrive apart.
-   */
   private _push(bytes: Uint8Array): void {
     if (!this._open) return;
     this._pending.push(bytes);
-    if (this._pending.length === 1) queueMicrotask(() => this._flush());
+    if (this._timer === undefined && !this._held) this._timer = setTimeout(() => this._flush(), 0);
+  }
+
+  private _cancelTimer(): void {
+    if (this._timer === undefined) return;
+    clearTimeout(this._timer);
+    this._timer = undefined;
   }
 
   private _flush(): void {
+    this._cancelTimer();
     const parts = this._pending;
     if (parts.length === 0 || !this._open) return;
     this._pending = [];
     try {
-      this._ctl.enqueue(concatBytes(parts));
+      this._ctl.enqueue(parts.length === 1 ? parts[0]! : concatBytes(parts));
     } catch {
       this._open = false;
     }

@@ -24,6 +24,7 @@ import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
 import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
+import { concatBytes } from "../proto/bytes.js";
 import { binaryStreamCall, streamEndOf } from "./record-stream-route.js";
 import { logRpc } from "./request-log.js";
 import { EXEC_CUT_SHORT, openExec } from "./sessions-service.js";
@@ -80,9 +81,11 @@ export async function serveBinaryExec(
   const reader = frames.getReader();
   const decoder = new FrameDecoder();
   let ended = false;
-  const end = (ctl: ReadableStreamDefaultController<Uint8Array>, e?: ConnectError) => {
+  /** Ends the response: `last` (the envelopes before the end frame) and the stream's end as one chunk. */
+  const end = (ctl: ReadableStreamDefaultController<Uint8Array>, e?: ConnectError, last?: Uint8Array) => {
     ended = true;
-    ctl.enqueue(streamEndOf(call.ending, e));
+    const ending = streamEndOf(call.ending, e);
+    ctl.enqueue(last ? concatBytes([last, ending]) : ending);
     log(e?.code);
     ctl.close();
     void reader.cancel().catch(() => undefined);
@@ -98,11 +101,10 @@ export async function serveBinaryExec(
           return end(ctl, new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
         }
         if (chunk.done) return end(ctl, decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-        const { envelopes, failure } = decoder.relay(chunk.value);
-        if (envelopes) {
-          firstMessageMs ??= Date.now() - started;
-          ctl.enqueue(envelopes);
-        }
+        const { envelopes, failure, ended: endFrame } = decoder.relay(chunk.value);
+        if (envelopes) firstMessageMs ??= Date.now() - started;
+        if (endFrame) return end(ctl, undefined, envelopes);
+        if (envelopes) ctl.enqueue(envelopes);
         if (failure) return end(ctl, connectErrorFrom(failure));
         if (envelopes) return;
       }

@@ -70,6 +70,10 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
           if (done) break;
           for (const f of decoder.push(value)) {
             if (f.kind === "failure") throw connectErrorFrom(f.failure);
+            if (f.kind === "end") {
+              void reader.cancel().catch(() => undefined);
+              return;
+            }
             // Binary callers get the object's bytes as they are; JSON needs them decoded.
             yield binary ? binaryPassthrough(ExecUpdateSchema, f.bytes) : decodeBinary(ExecUpdateSchema, f.bytes);
           }
@@ -248,7 +252,8 @@ export async function openExec(
   noteSession(ctx, uid);
   const body: ExecRequest = { ...req, session: uid };
   const caller = callerOf(ctx);
-  const start = await sessionStub(env, caller.tenant, uid).exec(encodeBinary(ExecRequestSchema, body), caller.requestId);
+  // Ends with the end frame: both readers of this stream (the router's exec, serveBinaryExec) know it.
+  const start = await sessionStub(env, caller.tenant, uid).exec(encodeBinary(ExecRequestSchema, body), caller.requestId, true);
   if (!start.ok) throw connectErrorFrom(start);
   return start.frames;
 }

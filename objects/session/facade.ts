@@ -119,8 +119,8 @@ export class SessionHost {
     return success(this._s.followers.open(from, follow));
   }
 
-  exec(req: ExecRequest): Promise<ExecStart> {
-    return this._orGone(() => startExec(this._s, req));
+  exec(req: ExecRequest, stream: { endFrame?: boolean } = {}): Promise<ExecStart> {
+    return this._orGone(() => startExec(this._s, req, stream));
   }
 
   /** Whether the turn holding the tenant's execution slot `owner` still runs here (objects/limits). */

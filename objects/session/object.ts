@@ -95,9 +95,13 @@ export class SessionObject extends DurableObject<Env> {
     return sessionBytes(this._host.get());
   }
 
-  /** `requestId` tags this call's log lines, the turn's included (objects/request-context.ts). */
-  exec(request: Uint8Array, requestId = ""): Promise<ExecStart> {
-    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request)));
+  /**
+   * `requestId` tags this call's log lines, the turn's included (objects/request-context.ts);
+   * `endFrame`: the stream closes with the end frame (objects/exec-frames.ts), which a Worker that
+   * asks for it can answer at once, without waiting to see the stream close.
+   */
+  exec(request: Uint8Array, requestId = "", endFrame = false): Promise<ExecStart> {
+    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request), { endFrame }));
   }
 
   /** The tenant's limiter asks whether a turn it counts still runs (false once this object restarted). */

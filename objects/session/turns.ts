@@ -30,7 +30,7 @@ export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failu
  * Session, then each record as it commits (and deltas), then the end or a failure frame. An
  * inputless Exec on a session whose latest execution never ended recovers that execution.
  */
-export async function startExec(s: SessionState, req: ExecRequest): Promise<ExecStart> {
+export async function startExec(s: SessionState, req: ExecRequest, stream: { endFrame?: boolean } = {}): Promise<ExecStart> {
   if (!s.exists()) return notFound();
   const own = s.meta.load()!.statics.harness || DEFAULT_HARNESS;
   const name = req.harness || own;
@@ -54,7 +54,7 @@ export async function startExec(s: SessionState, req: ExecRequest): Promise<Exec
         : "the session's approval has a decision but the parked turn has not finished: Resume (or Exec with no inputs) to complete it before sending new input",
     );
   }
-  const out = new FrameSink();
+  const out = new FrameSink(stream);
   out.update(updateBytes({ case: "session", value: s.render() }));
   if (req.deadlineUnix > 0n && BigInt(s.d.now()) >= req.deadlineUnix * 1000n) {
     out.fail(failure("deadline_exceeded", "deadline_unix is already in the past: nothing was run or written"));
@@ -256,6 +256,8 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     stopDeadline();
     if (runningReport !== undefined) clearTimeout(runningReport);
     s.release(live);
+    // The turn's last records, its end and the end frame leave together, after the report.
+    out.hold();
     await s.syncDirectoryQuietly();
     if (result) out.fail(result);
     else {

@@ -1,11 +1,11 @@
 /**
  * objects/exec-frames.ts in process: the Exec stream's frames reassembled from chunks split at
  * every byte, and relayed as Connect envelopes without being re-framed (the Worker's Exec route,
- * worker/exec-stream-route.ts, forwards `relay`'s bytes as the response body); and FrameSink sending
- * the frames written together as one chunk.
+ * worker/exec-stream-route.ts, forwards `relay`'s bytes as the response body); the end frame; and
+ * FrameSink sending the frames written before it next waits as one chunk.
  */
 import { describe, expect, it } from "vitest";
-import { encodeFailureFrame, encodeUpdateFrame, FrameDecoder, FrameSink } from "../../../objects/exec-frames.js";
+import { END_FRAME, encodeFailureFrame, encodeUpdateFrame, FrameDecoder, FrameSink } from "../../../objects/exec-frames.js";
 import { concatBytes } from "../../../proto/bytes.js";
 import { envelopeFrame } from "../../../proto/record-envelopes.js";
 
@@ -67,6 +67,26 @@ describe("FrameDecoder", () => {
       expect(ended).toEqual({ ok: false, reason: "session_busy", message: "a turn is running" });
     }
   });
+
+  it("the end frame: relay says the stream ended and hands on nothing after it; push returns it", () => {
+    const stream = concatBytes([updates, END_FRAME, encodeUpdateFrame(payloads[1]!), failure]);
+    for (let at = 0; at <= stream.length; at += 3) {
+      const dec = new FrameDecoder();
+      const sent: Uint8Array[] = [];
+      let ended = false;
+      for (const c of cut(stream, [at])) {
+        const r = dec.relay(c);
+        if (r.envelopes) sent.push(r.envelopes);
+        expect(r.failure).toBeUndefined();
+        if ((ended = r.ended === true)) break;
+      }
+      expect(ended).toBe(true);
+      expect(concatBytes(sent)).toEqual(updates);
+      expect(dec.drained).toBe(true);
+    }
+    const dec = new FrameDecoder();
+    expect(dec.push(concatBytes([encodeUpdateFrame(payloads[3]!), END_FRAME])).map((f) => f.kind)).toEqual(["update", "end"]);
+  });
 });
 
 /** Every chunk the sink's stream gives until it closes. */
@@ -78,12 +98,13 @@ async function chunksOf(sink: FrameSink): Promise<Uint8Array[]> {
 }
 
 describe("FrameSink", () => {
-  it("sends the frames written in one synchronous run as one chunk, and a later run's as the next", async () => {
+  it("sends the frames written before it next waits as one chunk, and the frames after as the next", async () => {
     const sink = new FrameSink();
     const read = chunksOf(sink);
     sink.update(payloads[0]!);
-    sink.update(payloads[1]!);
+    // Promise callbacks are not a wait: a turn that runs on them alone answers in one chunk.
     await Promise.resolve();
+    sink.update(payloads[1]!);
     await new Promise((ok) => setTimeout(ok, 0));
     sink.update(payloads[2]!);
     sink.update(payloads[3]!);
@@ -111,6 +132,47 @@ describe("FrameSink", () => {
     failing.update(payloads[3]!);
     await new Promise((ok) => setTimeout(ok, 0));
     expect(concatBytes(await failed)).toEqual(concatBytes([encodeUpdateFrame(payloads[2]!), failure]));
+  });
+
+  it("closes with the end frame only when asked, and never after a failure", async () => {
+    const asked = new FrameSink({ endFrame: true });
+    const closed = chunksOf(asked);
+    asked.update(payloads[1]!);
+    asked.close();
+    expect(await closed).toEqual([concatBytes([encodeUpdateFrame(payloads[1]!), END_FRAME])]);
+
+    const plain = new FrameSink();
+    const plainly = chunksOf(plain);
+    plain.update(payloads[1]!);
+    plain.close();
+    expect(concatBytes(await plainly)).toEqual(encodeUpdateFrame(payloads[1]!));
+
+    const failing = new FrameSink({ endFrame: true });
+    const failed = chunksOf(failing);
+    failing.fail({ ok: false, reason: "session_busy", message: "a turn is running" });
+    expect(concatBytes(await failed)).toEqual(failure);
+  });
+
+  it("hold: nothing is sent across waits until close, then everything as one chunk", async () => {
+    const sink = new FrameSink({ endFrame: true });
+    const chunks: Uint8Array[] = [];
+    const reader = sink.stream.getReader();
+    const reading = (async () => {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+    })();
+    sink.update(payloads[0]!);
+    await new Promise((ok) => setTimeout(ok, 0));
+    expect(chunks).toHaveLength(1);
+    sink.update(payloads[1]!);
+    sink.hold();
+    await new Promise((ok) => setTimeout(ok, 5));
+    sink.update(payloads[2]!);
+    await new Promise((ok) => setTimeout(ok, 5));
+    expect(chunks).toHaveLength(1);
+    sink.update(payloads[3]!);
+    sink.close();
+    await reading;
+    expect(chunks).toEqual([encodeUpdateFrame(payloads[0]!), concatBytes([...payloads.slice(1).map(encodeUpdateFrame), END_FRAME])]);
   });
 
   it("a reader that went away drops what is queued without failing the writer", async () => {

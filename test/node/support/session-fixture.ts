@@ -112,7 +112,7 @@ export async function drain(started: ExecStart | Promise<ExecStart>): Promise<{ 
     if (done) break;
     for (const f of dec.push(value)) {
       if (f.kind === "failure") failure = f.failure;
-      else updates.push(fromBinary(ExecUpdateSchema, f.bytes));
+      else if (f.kind === "update") updates.push(fromBinary(ExecUpdateSchema, f.bytes));
     }
   }
   return { updates, failure };
