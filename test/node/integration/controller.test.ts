@@ -99,6 +99,26 @@ describe("controller with a real model provider", () => {
     expect(kinds(await records(turn.session.metadata!.uid))).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]);
   });
 
+  // The object sends its frames when it next waits (objects/exec-frames.ts FrameSink): a turn
+  // waiting on its provider has already sent what it committed. Both Worker paths: binary (relayed
+  // by worker/exec-stream-route.ts) and JSON (the router).
+  for (const binary of [true, false]) {
+    it(`exec (${binary ? "binary" : "JSON"}): the records before a provider call reach the client while the provider holds the call`, async () => {
+      const over = binary ? client : new SessionsClient({ server: server.url, binary: false });
+      fake.next = () => ({ kind: "hold" });
+      const asked = fake.requests.length + 1;
+      const seen: LogRecord[] = [];
+      const turn = over.exec({ harness: "chat", inputs: ["wait for me"], onRecord: (r) => seen.push(r) }).catch((e) => ConnectError.from(e));
+      await fake.waitForRequests(asked);
+      await until("the records before the model call on the stream", () => seen.length >= 3);
+      expect(kinds(seen)).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL"]);
+      fake.next = () => ({ kind: "answer" });
+      fake.releaseHeld();
+      // The provider's connection was cut: the turn fails, after it had streamed.
+      expect(await turn).toBeInstanceOf(ConnectError);
+    });
+  }
+
   it("exec: the session's model selects the provider model, else MODEL_DEFAULT; the key stays in the header", async () => {
     const s = await client.create({ harness: "chat", model: "session-model-7" });
     await client.exec({ session: s.metadata!.uid, inputs: ["a"] });
