@@ -40,6 +40,7 @@ import { SessionCache } from "./session-cache.js";
 import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
+import { LazyTimer } from "../lazy-timer.js";
 import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
 
 export { DESCRIBE_TIMEOUT_MS, type PlacementLine } from "./placement.js";
@@ -178,8 +179,14 @@ export class SessionState {
   private readonly _instance = randomHex(8);
   private _initialized = false;
   private _turns = 0;
-  /** A slot kept after its turn (ExecutionLeases.lingerMs), and the timer that gives it back. */
-  private _idleLease: { owner: string; timer: ReturnType<typeof setTimeout> } | undefined;
+  /** A slot kept after its turn (ExecutionLeases.lingerMs), given back by `_linger`. */
+  private _idleLease: { owner: string; tenant: string; uid: string } | undefined;
+  private readonly _linger = new LazyTimer(() => this._giveBackIdle());
+  /**
+   * Reports a turn that has run a while to the Directory (turns.ts RUNNING_REPORT_MS): set as a
+   * turn starts, cleared as it ends.
+   */
+  readonly runningReport = new LazyTimer(() => void this.syncDirectoryQuietly());
 
   /** Admission, the live re-check and placement on a runtime backend (placement.ts). */
   readonly placement: Placement;
@@ -280,21 +287,26 @@ export class SessionState {
     if (lease !== undefined && leases) {
       live.lease = undefined;
       const meta = this.meta.load();
-      // Not awaited: the turn is over either way, and a slot not given back is reclaimed by the
-      // limiter, which asks this object (runs()) before it counts it.
-      const giveBack = () => {
-        if (meta) void leases.release(meta.tenant, meta.uid, lease).catch(() => undefined);
-      };
-      if (live.linger && !this._idleLease) {
-        const timer = setTimeout(() => {
-          if (this._idleLease?.owner !== lease) return;
-          this._idleLease = undefined;
-          giveBack();
-        }, leases.lingerMs ?? 0);
-        this._idleLease = { owner: lease, timer };
-      } else giveBack();
+      if (meta && live.linger && !this._idleLease) {
+        this._idleLease = { owner: lease, tenant: meta.tenant, uid: meta.uid };
+        this._linger.set(Date.now() + (leases.lingerMs ?? 0));
+      } else if (meta) this._giveBack({ owner: lease, tenant: meta.tenant, uid: meta.uid });
     }
     live.finish();
+  }
+
+  /**
+   * Not awaited: the turn is over either way, and a slot not given back is reclaimed by the
+   * limiter, which asks this object (runs()) before it counts it.
+   */
+  private _giveBack(slot: { owner: string; tenant: string; uid: string }): void {
+    void this.d.leases?.release(slot.tenant, slot.uid, slot.owner).catch(() => undefined);
+  }
+
+  private _giveBackIdle(): void {
+    const kept = this._idleLease;
+    this._idleLease = undefined;
+    if (kept) this._giveBack(kept);
   }
 
   /**
@@ -307,7 +319,7 @@ export class SessionState {
     if (!leases) return success(true);
     const kept = this._idleLease;
     if (kept) {
-      clearTimeout(kept.timer);
+      this._linger.clear();
       this._idleLease = undefined;
       live.lease = kept.owner;
       live.linger = true;
@@ -340,7 +352,7 @@ export class SessionState {
       return true;
     }
     if (this._idleLease?.owner === owner) {
-      clearTimeout(this._idleLease.timer);
+      this._linger.clear();
       this._idleLease = undefined;
     }
     return false;

@@ -168,7 +168,6 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
   };
   let result: Failure | undefined;
   let parked = false;
-  let runningReport: ReturnType<typeof setTimeout> | undefined;
   const stopDeadline = armDeadline(s, live, req.deadlineUnix);
   try {
     if (req.inputs.length === 0 && interrupted(s)) {
@@ -216,7 +215,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     live.executionId = mintExecutionId();
     // Tell the Directory a turn is running once it has run a while, without holding it up: a
     // short turn is reported once, when it ends (below).
-    runningReport = setTimeout(() => void s.syncDirectoryQuietly(), s.d.runningReportMs ?? RUNNING_REPORT_MS);
+    s.runningReport.set(Date.now() + (s.d.runningReportMs ?? RUNNING_REPORT_MS));
     const outcome = await runLiveTurn(
       {
         sessionUid: s.uid,
@@ -254,7 +253,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
   } finally {
     stopDeadline();
-    if (runningReport !== undefined) clearTimeout(runningReport);
+    s.runningReport.clear();
     s.release(live);
     // The turn's last records, its end and the end frame leave together, after the report.
     out.hold();
