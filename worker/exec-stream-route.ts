@@ -18,7 +18,7 @@ import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { HostLimits } from "../objects/config.js";
 import { type Env, FrameDecoder } from "../objects/index.js";
-import { ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { type ExecRequest, ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { numberViolation } from "../proto/numbers.js";
 import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
@@ -26,6 +26,7 @@ import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
 import { concatBytes } from "../proto/bytes.js";
 import { binaryStreamCall, streamEndOf } from "./record-stream-route.js";
+import type { DecodedMessages } from "./request-check.js";
 import { logRpc } from "./request-log.js";
 import { EXEC_CUT_SHORT, openExec } from "./sessions-service.js";
 
@@ -37,12 +38,14 @@ export async function serveBinaryExec(
   req: Request,
   body: Uint8Array,
   caller: Caller,
+  /** What the request check already decoded (request-check.ts). */
+  decoded?: DecodedMessages,
 ): Promise<Response | undefined> {
   const call = binaryStreamCall(req, body);
   if (!call) return undefined;
-  let request;
+  let request = decoded?.get(call.payload.byteOffset - body.byteOffset) as ExecRequest | undefined;
   try {
-    request = decodeBinary(ExecRequestSchema, call.payload);
+    request ??= decodeBinary(ExecRequestSchema, call.payload);
   } catch {
     return undefined;
   }
@@ -73,7 +76,7 @@ export async function serveBinaryExec(
   values.set(logFieldsKey, fields);
   let frames: ReadableStream<Uint8Array>;
   try {
-    frames = await openExec(env, harnesses, limits, { values } as HandlerContext, request);
+    frames = await openExec(env, harnesses, limits, { values } as HandlerContext, request, call.payload);
   } catch (e) {
     return fail(e);
   }

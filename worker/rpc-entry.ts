@@ -27,7 +27,7 @@ import { randomHex } from "../proto/ids.js";
 import { type Authenticator, refuseRole } from "./auth/index.js";
 import { callerKey } from "./context.js";
 import type { LimitGuards } from "./limits.js";
-import { refusalFor, refuseMalformed } from "./request-check.js";
+import { type DecodedMessages, refusalFor, refuseMalformed } from "./request-check.js";
 import { logRpc } from "./request-log.js";
 import { serveBinaryReplay } from "./record-stream-route.js";
 import { serveBinaryExec } from "./exec-stream-route.js";
@@ -77,7 +77,8 @@ export async function serveRpcRequest(
 
   // The checks and the fast paths read only the method, URL and headers; the router gets a request
   // with the body again.
-  const malformed = refuseMalformed(method, req, body);
+  const decoded: DecodedMessages = new Map();
+  const malformed = refuseMalformed(method, req, body, decoded);
   if (malformed) {
     logRpc({ requestId, tenant, session: "", operation: method.name, code: malformed.code, durationMs: Date.now() - started });
     return malformed.response;
@@ -90,7 +91,7 @@ export async function serveRpcRequest(
   }
   if (method === EXEC) {
     builtins ??= servedBuiltins(hostConfig(env));
-    const fast = await serveBinaryExec(env, builtins, limits, req, body, { tenant: p.tenant, requestId, principal: p });
+    const fast = await serveBinaryExec(env, builtins, limits, req, body, { tenant: p.tenant, requestId, principal: p }, decoded);
     if (fast) return fast;
   }
   const values: ContextValues = createContextValues();

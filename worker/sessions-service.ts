@@ -232,6 +232,11 @@ export async function openExec(
   limits: HostLimits,
   ctx: HandlerContext,
   req: ExecRequest,
+  /**
+   * `req`'s own binary encoding, when the caller has it: sent to the object as it is when the
+   * request already names its session, since the object decodes the message checked here.
+   */
+  encoded?: Uint8Array,
 ): Promise<ReadableStream<Uint8Array>> {
   if (req.inputs.length > limits.maxInputsPerExec) {
     throw new ConnectError(
@@ -250,10 +255,10 @@ export async function openExec(
     uid = requireUid(req.session, "session");
   }
   noteSession(ctx, uid);
-  const body: ExecRequest = { ...req, session: uid };
+  const bytes = encoded && req.session === uid ? encoded : encodeBinary(ExecRequestSchema, { ...req, session: uid });
   const caller = callerOf(ctx);
   // Ends with the end frame: both readers of this stream (the router's exec, serveBinaryExec) know it.
-  const start = await sessionStub(env, caller.tenant, uid).exec(encodeBinary(ExecRequestSchema, body), caller.requestId, true);
+  const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true);
   if (!start.ok) throw connectErrorFrom(start);
   return start.frames;
 }
