@@ -1,6 +1,7 @@
 /**
  * One live execution (docs/behaviour.md §1.4): EXECUTION_START and the INPUTs in one transaction under
- * the caller's CAS and a freshly minted fence, then Run with the live sink, then END or ERROR.
+ * the caller's CAS and a freshly minted fence, then Run with the live sink, then END or ERROR. For a
+ * sink-only harness that first transaction is the turn's first commit (TurnWriter.open, staged).
  *
  * If the first append is refused nothing was written and the harness never runs. After Run the
  * sink is sealed. A failure journals ERROR best-effort; a refused later append (superseded fence)
@@ -79,7 +80,9 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     if (e instanceof AppendRefusedError) return { kind: "refused", refusal: e.refusal };
     throw e;
   }
-  const opened = writer.open(first, plan.expectedSeq);
+  // A harness that reaches nothing but its sink cannot show anyone its inputs before its first
+  // record commits: they commit with it (docs/behaviour.md §1.5 "When records commit").
+  const opened = writer.open(first, plan.expectedSeq, plan.harness.sinkOnly === true);
   if (!opened.ok) return { kind: "refused", refusal: opened };
   const resolved = before.seq === 0n || plan.memoryRestored ? undefined : await deps.resolvedHistory?.(before.seq);
 

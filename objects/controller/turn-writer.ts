@@ -7,10 +7,12 @@
  * a sink-only harness's OUTPUT and USAGE, a host-run model's MODEL_CALL (docs/behaviour.md §1.5,
  * "When records commit"). Every commit carries the staged records first, in order, so the journal
  * is exactly what appending them one by one would have written; only the number of commits drops.
+ * A sink-only harness's turn stages even its opening records (EXECUTION_START and the INPUTs): its
+ * first commit then carries the turn's CAS and mints its fence, so an echo turn commits once.
  */
 import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { AppendedRecord, AppendResult, Head, Prepared, PreparedEvent } from "../journal/journal.js";
-import { AppendRefusedError } from "./errors.js";
+import { AppendRefusedError, type AppendRefusal } from "./errors.js";
 
 /**
  * Stores the parts of events that are over the inline limit as blobs and returns the events with
@@ -40,8 +42,14 @@ export interface TurnLog {
 
 export type RecordObserver = (records: readonly AppendedRecord[]) => void;
 
+type CommitOptions = { expectedSeq?: bigint; fence: bigint; mintFence?: boolean };
+
 export class TurnWriter {
   private _staged: PreparedEvent[] = [];
+  /** The opening records are staged: the next commit carries the CAS and mints the fence. */
+  private _opening: { expectedSeq?: bigint } | undefined;
+  /** The commit of the staged opening failed: the turn wrote nothing and may write nothing more. */
+  private _stopped: Error | undefined;
 
   constructor(
     private readonly _log: TurnLog,
@@ -61,13 +69,14 @@ export class TurnWriter {
 
   /** Appends at head under the turn's fence, after whatever is staged; throws AppendRefusedError when refused. */
   append(events: readonly Event[]): AppendedRecord[] {
+    this._checkStopped();
     const { prepare, commit } = this._log;
     if (this._staged.length === 0 || !prepare || !commit) return this._done(this._log.append(events, { fence: this._fence }));
     const p = prepare(events);
     if (!p.ok) throw new AppendRefusedError(p);
     const all = [...this._staged, ...p.events];
     this._staged = [];
-    return this._done(commit(all, { fence: this._fence }));
+    return this._commit(all);
   }
 
   /**
@@ -75,6 +84,7 @@ export class TurnWriter {
    * stored throws AppendRefusedError here, as an append would. Without staging, they are appended.
    */
   stage(events: readonly Event[]): void {
+    this._checkStopped();
     if (!this._log.prepare || !this._log.commit) {
       this.append(events);
       return;
@@ -86,20 +96,67 @@ export class TurnWriter {
 
   /** Commits whatever is staged (nothing when nothing is). */
   flush(): void {
+    this._checkStopped();
     if (this._staged.length === 0) return;
     const staged = this._staged;
     this._staged = [];
-    this._done(this._log.commit!(staged, { fence: this._fence }));
+    this._commit(staged);
   }
 
-  /** The turn's first append: CAS on `expectedSeq` and a freshly minted fence, in one transaction. */
-  open(events: readonly Event[], expectedSeq: bigint | undefined): AppendResult {
+  /**
+   * The turn's first records, under CAS on `expectedSeq` and a freshly minted fence: appended in
+   * one transaction, or, with `staged` (a sink-only harness), staged for the turn's first commit,
+   * which then carries the CAS and mints the fence. Either way a head other than `expectedSeq`, or
+   * a record that could not be stored, is refused here, before the harness runs.
+   */
+  open(events: readonly Event[], expectedSeq: bigint | undefined, staged = false): { ok: true } | AppendRefusal {
+    const { prepare, commit } = this._log;
+    if (staged && prepare && commit) {
+      const head = this._log.head().seq;
+      if (expectedSeq !== undefined && expectedSeq !== head) return { ok: false, reason: "conflict", head, expected: expectedSeq };
+      const p = prepare(events);
+      if (!p.ok) return p;
+      this._staged.push(...p.events);
+      this._opening = { expectedSeq };
+      return { ok: true };
+    }
     const r = this._log.append(events, { expectedSeq, fence: this._fence, mintFence: true });
     if (r.ok) {
       this._fence = r.fence;
       this._observe(r.records);
     }
     return r;
+  }
+
+  private _commitOptions(): CommitOptions {
+    const o = this._opening;
+    return o ? { expectedSeq: o.expectedSeq, fence: this._fence, mintFence: true } : { fence: this._fence };
+  }
+
+  private _checkStopped(): void {
+    if (this._stopped) throw this._stopped;
+  }
+
+  /** Commits `events` (the staged ones first), with the opening's CAS and fence while it is staged. */
+  private _commit(events: readonly PreparedEvent[]): AppendedRecord[] {
+    const opening = this._opening !== undefined;
+    let r: AppendResult;
+    try {
+      r = this._log.commit!(events, this._commitOptions());
+    } catch (e) {
+      // Without its opening records on record, nothing else of the turn may be (an ERROR alone).
+      if (opening) this._stopped = e instanceof Error ? e : new Error(String(e));
+      throw e;
+    }
+    this._opening = undefined;
+    if (!r.ok) {
+      const refused = new AppendRefusedError(r);
+      if (opening) this._stopped = refused;
+      throw refused;
+    }
+    if (opening) this._fence = r.fence;
+    this._observe(r.records);
+    return r.records;
   }
 
   private _done(r: AppendResult): AppendedRecord[] {

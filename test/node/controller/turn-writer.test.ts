@@ -1,6 +1,9 @@
 /**
  * Staged records (TurnWriter.stage): held back, committed in order with the turn's next append,
- * so the journal is exactly what appending them one by one would have written.
+ * so the journal is exactly what appending them one by one would have written. A staged opening
+ * (TurnWriter.open with `staged`, a sink-only harness): its CAS is checked at once and again by
+ * the commit that carries it, which mints the turn's fence; if that commit fails, nothing more of
+ * the turn is written.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -106,5 +109,72 @@ describe("TurnWriter staging", () => {
     expect(newer.ok).toBe(true);
     expect(() => w.append([output("b")])).toThrow(AppendRefusedError);
     expect(journal.head().seq).toBe(1n);
+  });
+});
+
+describe("TurnWriter: a staged opening", () => {
+  it("commits with the turn's next append: one transaction, the CAS carried, the fence minted, the chain as if opened at once", () => {
+    const staged = journalLog();
+    const plain = journalLog();
+    for (const j of [staged, plain]) j.journal.append([output("before")], { fence: 0n, mintFence: true });
+    const seen: AppendedRecord[] = [];
+    const w = new TurnWriter(staged.log, 0n, (r) => seen.push(...r));
+    expect(w.open([output("start"), output("input")], 1n, true)).toEqual({ ok: true });
+    w.stage([output("answer")]);
+    expect(staged.journal.head().seq).toBe(1n);
+    expect(seen).toHaveLength(0);
+    const out = w.append([output("end")]);
+    expect(staged.commits()).toBe(1);
+    expect(texts(out, staged.log)).toEqual(["start", "input", "answer", "end"]);
+    expect(seen.map((r) => r.seq)).toEqual([2n, 3n, 4n, 5n]);
+    expect(w.fence).toBe(2n);
+    expect(out.every((r) => r.fence === 2n)).toBe(true);
+
+    const p = new TurnWriter(plain.log, 0n, () => {});
+    expect(p.open([output("start"), output("input")], 1n).ok).toBe(true);
+    p.append([output("answer")]);
+    p.append([output("end")]);
+    expect(p.fence).toBe(2n);
+    expect(staged.journal.head().hash).toBe(plain.journal.head().hash);
+  });
+
+  it("a head other than the CAS, or a record too large, is refused at open: nothing staged, nothing written", () => {
+    const { journal, log } = journalLog(64);
+    const w = new TurnWriter(log, 0n, () => {});
+    expect(w.open([output("start")], 3n, true)).toEqual({ ok: false, reason: "conflict", head: 0n, expected: 3n });
+    expect(w.open([output("y".repeat(500))], undefined, true)).toMatchObject({ ok: false, reason: "too_large" });
+    w.flush();
+    expect(journal.head().seq).toBe(0n);
+  });
+
+  it("a writer that moved the head before the first commit: that commit is refused, and so is everything after it (no ERROR alone)", () => {
+    const { journal, log } = journalLog();
+    const w = new TurnWriter(log, 0n, () => {});
+    expect(w.open([output("start")], 0n, true).ok).toBe(true);
+    expect(journal.append([output("other")], { fence: 0n, mintFence: true }).ok).toBe(true);
+    expect(() => w.append([output("end")])).toThrow(AppendRefusedError);
+    expect(() => w.append([output("error")])).toThrow(/seq conflict/);
+    expect(() => w.stage([output("late")])).toThrow(AppendRefusedError);
+    expect(() => w.flush()).toThrow(AppendRefusedError);
+    expect(log.events(1n, 0n).map((e) => e.body.case === "message" && e.body.value.parts[0]?.part.value)).toEqual(
+      [{ text: "other" }].map((t) => expect.objectContaining(t)),
+    );
+  });
+
+  it("a storage fault in the first commit stops the turn: the fault again on every later write, nothing written", () => {
+    const { journal, log } = journalLog();
+    let faults = 1;
+    const faulty: TurnLog = {
+      ...log,
+      commit: (prepared, opts) => {
+        if (faults-- > 0) throw new Error("disk I/O error");
+        return log.commit!(prepared, opts);
+      },
+    };
+    const w = new TurnWriter(faulty, 0n, () => {});
+    expect(w.open([output("start")], undefined, true).ok).toBe(true);
+    expect(() => w.append([output("end")])).toThrow("disk I/O error");
+    expect(() => w.append([output("error")])).toThrow("disk I/O error");
+    expect(journal.head().seq).toBe(0n);
   });
 });
