@@ -26,14 +26,19 @@ export class InputHashCache {
     let from = 0;
     const last = this._last;
     if (last && last.messages.length <= messages.length && this._samePrefix(last.messages, messages)) {
-      state = last.state.copy();
+      // Continued in place (one copy per call, for the digest): forgotten until it is whole again.
+      state = last.state;
       from = last.messages.length;
     } else {
       state = createHash("sha256").update('{"messages":[');
     }
+    this._last = undefined;
     for (let i = from; i < messages.length; i++) state.update((i > 0 ? "," : "") + this._canonical(messages[i]!));
-    this._last = { messages: messages.slice(), state: state.copy() };
-    return state.update(rest === "{}" ? "]}" : "]," + rest.slice(1)).digest("hex");
+    this._last = { messages: messages.slice(), state };
+    return state
+      .copy()
+      .update(rest === "{}" ? "]}" : "]," + rest.slice(1))
+      .digest("hex");
   }
 
   private _samePrefix(prefix: readonly Message[], messages: readonly Message[]): boolean {
