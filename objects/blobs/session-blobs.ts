@@ -58,12 +58,14 @@ export class SessionBlobs {
     return this._db.query<Row>(stmts.upTo, seq <= 0n ? Number.MAX_SAFE_INTEGER : Number(seq)).map(rowOf);
   }
 
-  /** Whether records 1..`seq` name any blob (0: any record). */
+  /**
+   * Whether records 1..`seq` name any blob (0: any record). Asked before every turn, so whether
+   * the session has any row at all is read once and kept: most sessions have none.
+   */
   any(seq = 0n): boolean {
-    if (this._any === false) return false;
-    const found = this._db.query(stmts.any, seq <= 0n ? Number.MAX_SAFE_INTEGER : Number(seq)).length > 0;
-    if (seq <= 0n) this._any = found;
-    return found;
+    this._any ??= this._db.query(stmts.any, Number.MAX_SAFE_INTEGER).length > 0;
+    if (!this._any) return false;
+    return seq <= 0n || this._db.query(stmts.any, Number(seq)).length > 0;
   }
 
   /** After the storage was replaced underneath (erase). */

@@ -53,6 +53,30 @@ describe("session blob index", () => {
     expect(blobs.get(sha(new TextEncoder().encode("b".repeat(30))) as never)?.seq).toBe(4n);
   });
 
+  it("any: a session without rows reads the index once however often it is asked; after a note, per seq", () => {
+    const { db, journal } = setup();
+    let reads = 0;
+    const counted = {
+      ...db,
+      query: ((sql: string, ...params: unknown[]) => (
+        (reads += sql.includes("FROM blob_refs") ? 1 : 0), db.query(sql, ...(params as never[]))
+      )) as typeof db.query,
+    };
+    const blobs = new SessionBlobs(counted);
+    for (let i = 0; i < 5; i++) expect(blobs.any(BigInt(i + 1))).toBe(false);
+    expect(blobs.any()).toBe(false);
+    expect(reads).toBe(1);
+    const r = journal.append([create(EventSchema, { executionId: "e", kind: EventKind.EVENT_OUTPUT }), big("d".repeat(20))], {
+      fence: 0n,
+      mintFence: true,
+      project: (recs) => blobs.note(recs),
+    });
+    expect(r.ok).toBe(true);
+    expect(blobs.any(1n)).toBe(false);
+    expect(blobs.any(2n)).toBe(true);
+    expect(blobs.any()).toBe(true);
+  });
+
   it("seed: a fork child's copied prefix fills its index in the seed's transaction", () => {
     const parent = setup();
     parent.journal.append([big("c".repeat(40))], { fence: 0n, mintFence: true });
