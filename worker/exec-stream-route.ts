@@ -2,7 +2,9 @@
  * Exec in a binary encoding, relayed without the router's streaming machinery: the session
  * object's update frames (objects/exec-frames.ts) are forwarded as they arrive, byte for byte:
  * an update frame is laid out as a Connect / gRPC-Web data envelope. The object's failure frame
- * becomes the stream's error ending, and a stream that stops mid-frame ends UNAVAILABLE.
+ * becomes the stream's error ending, its end frame the OK ending, and a stream that stops
+ * mid-frame ends UNAVAILABLE. An answer that fits the object's first chunk (a turn that never
+ * waited, such as an echo turn) goes as one body of known length; anything longer streams.
  * Connect-es would decode nothing here either (binary passthrough), but it pipes each message
  * through several async generators; this is the turn's hot path.
  *
@@ -83,40 +85,59 @@ export async function serveBinaryExec(
 
   const reader = frames.getReader();
   const decoder = new FrameDecoder();
-  let ended = false;
-  /** Ends the response: `last` (the envelopes before the end frame) and the stream's end as one chunk. */
-  const end = (ctl: ReadableStreamDefaultController<Uint8Array>, e?: ConnectError, last?: Uint8Array) => {
-    ended = true;
+  /** The stream's end in the caller's protocol after `before` (the last envelopes), and its log line. */
+  const finish = (e?: ConnectError, before?: Uint8Array): Piece => {
     const ending = streamEndOf(call.ending, e);
-    ctl.enqueue(last ? concatBytes([last, ending]) : ending);
     log(e?.code);
-    ctl.close();
     void reader.cancel().catch(() => undefined);
+    return { bytes: before ? concatBytes([before, ending]) : ending, last: true };
   };
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(ctl) {
-      // Until a chunk yields something to send (a chunk may hold part of a frame only).
-      while (!ended) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch {
-          return end(ctl, new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-        }
-        if (chunk.done) return end(ctl, decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-        const { envelopes, failure, ended: endFrame } = decoder.relay(chunk.value);
-        if (envelopes) firstMessageMs ??= Date.now() - started;
-        if (endFrame) return end(ctl, undefined, envelopes);
-        if (envelopes) ctl.enqueue(envelopes);
-        if (failure) return end(ctl, connectErrorFrom(failure));
-        if (envelopes) return;
+  /** The next bytes to send: read until a chunk yields some (a chunk may hold part of a frame only). */
+  const next = async (): Promise<Piece> => {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        return finish(new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
       }
+      if (chunk.done) return finish(decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
+      const { envelopes, failure, ended } = decoder.relay(chunk.value);
+      if (envelopes) firstMessageMs ??= Date.now() - started;
+      if (ended) return finish(undefined, envelopes);
+      if (failure) return finish(connectErrorFrom(failure), envelopes);
+      if (envelopes) return { bytes: envelopes, last: false };
+    }
+  };
+
+  // A turn that never waited (an echo turn) sends its whole answer in the object's first chunk:
+  // it goes as one body of known length, without a stream to relay it.
+  const first = await next();
+  if (first.last) return new Response(first.bytes, { status: 200, headers });
+  let done = false;
+  const stream = new ReadableStream<Uint8Array>({
+    start(ctl) {
+      ctl.enqueue(first.bytes);
+    },
+    async pull(ctl) {
+      const piece = await next();
+      ctl.enqueue(piece.bytes);
+      if (!piece.last) return;
+      done = true;
+      ctl.close();
     },
     cancel(reason) {
-      ended = true;
+      if (done) return;
+      done = true;
       log(Code.Canceled);
       return reader.cancel(reason);
     },
   });
   return new Response(stream, { status: 200, headers });
+}
+
+/** Bytes of the response, and whether they end it. */
+interface Piece {
+  bytes: Uint8Array;
+  last: boolean;
 }

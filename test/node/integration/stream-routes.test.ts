@@ -37,13 +37,19 @@ function frames(body: Uint8Array): Frame[] {
   return out;
 }
 
-async function call(method: string, contentType: string, body: Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; frames: Frame[] }> {
+async function call(
+  method: string,
+  contentType: string,
+  body: Uint8Array,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; frames: Frame[]; bytes: number; contentLength: string | null }> {
   const res = await fetch(`${host.url}/agentsessions.v1.Sessions/${method}`, {
     method: "POST",
     headers: { "content-type": contentType, ...headers },
     body: body as Uint8Array<ArrayBuffer>,
   });
-  return { status: res.status, frames: frames(new Uint8Array(await res.arrayBuffer())) };
+  const answer = new Uint8Array(await res.arrayBuffer());
+  return { status: res.status, frames: frames(answer), bytes: answer.length, contentLength: res.headers.get("content-length") };
 }
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -90,6 +96,8 @@ describe("binary fast paths against the router", () => {
     ]);
     expect(f.end).toEqual({});
     expect(r.end).toEqual({});
+    // An echo turn never waits: the fast path answers it as one body of known length.
+    expect(fast.contentLength).toBe(String(fast.bytes));
     // What the fast path relayed is the journal itself: every record Replay serves, byte for byte.
     const served = await host.records(a);
     const relayed = fast.frames
