@@ -107,6 +107,11 @@ function failureOf(payload: Uint8Array): Failure {
   return { ok: false, reason: f.reason, message: f.message };
 }
 
+/** How a reader wants its Exec stream: `endFrame`, closed with the end frame (see the top of this file). */
+export interface FrameSinkOptions {
+  endFrame?: boolean;
+}
+
 /**
  * The producing side of an Exec stream: frames are queued as they happen and handed to the Worker
  * as a byte stream. A reader that went away never fails the turn: its records are durable anyway.
@@ -126,8 +131,7 @@ export class FrameSink {
   private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pending: Uint8Array[] = [];
 
-  /** `endFrame`: close with the end frame (the reader asked for it; see the top of this file). */
-  constructor(private readonly _o: { endFrame?: boolean } = {}) {
+  constructor(private readonly _o: FrameSinkOptions = {}) {
     this.stream = new ReadableStream<Uint8Array>({
       start: (c) => {
         this._ctl = c;

@@ -23,9 +23,12 @@ export interface EventExternalizer {
   externalize(events: readonly Event[]): Promise<readonly Event[]>;
 }
 
+/** Where a turn's append goes: CAS on `expectedSeq`, under `fence`, or minting the next one. */
+type CommitOptions = { expectedSeq?: bigint; fence: bigint; mintFence?: boolean };
+
 /** The session's journal as the controller sees it: projections are applied underneath. */
 export interface TurnLog {
-  append(events: readonly Event[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult;
+  append(events: readonly Event[], opts: CommitOptions): AppendResult;
   head(): Head;
   /** Decoded events with from <= seq <= to (to = 0: head). */
   events(from: bigint, to: bigint): Event[];
@@ -37,12 +40,10 @@ export interface TurnLog {
   /** Checks and encodes events without writing (Journal.prepare); without it nothing is staged. */
   prepare?(events: readonly Event[]): Prepared;
   /** Appends prepared events, as `append` appends events. */
-  commit?(prepared: readonly PreparedEvent[], opts: { expectedSeq?: bigint; fence: bigint; mintFence?: boolean }): AppendResult;
+  commit?(prepared: readonly PreparedEvent[], opts: CommitOptions): AppendResult;
 }
 
 export type RecordObserver = (records: readonly AppendedRecord[]) => void;
-
-type CommitOptions = { expectedSeq?: bigint; fence: bigint; mintFence?: boolean };
 
 export class TurnWriter {
   private _staged: PreparedEvent[] = [];

@@ -25,6 +25,7 @@ import { migrateSession } from "./schema.js";
 import { SessionState, type SessionHostDeps } from "./state.js";
 import { recordStream } from "./record-stream.js";
 import { resumeSession, startExec, type ExecStart } from "./turns.js";
+import type { FrameSinkOptions } from "../exec-frames.js";
 import type { Delivery } from "../../runtimes/tunnel/inbox.js";
 
 export type { AuditReport, Decision, ExecStart, ForkClone, ForkSource, SessionHostDeps };
@@ -119,7 +120,7 @@ export class SessionHost {
     return success(this._s.followers.open(from, follow));
   }
 
-  exec(req: ExecRequest, stream: { endFrame?: boolean } = {}): Promise<ExecStart> {
+  exec(req: ExecRequest, stream: FrameSinkOptions = {}): Promise<ExecStart> {
     return this._orGone(() => startExec(this._s, req, stream));
   }
 

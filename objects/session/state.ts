@@ -287,10 +287,13 @@ export class SessionState {
     if (lease !== undefined && leases) {
       live.lease = undefined;
       const meta = this.meta.load();
-      if (meta && live.linger && !this._idleLease) {
-        this._idleLease = { owner: lease, tenant: meta.tenant, uid: meta.uid };
-        this._linger.set(Date.now() + (leases.lingerMs ?? 0));
-      } else if (meta) this._giveBack({ owner: lease, tenant: meta.tenant, uid: meta.uid });
+      if (meta) {
+        const slot = { owner: lease, tenant: meta.tenant, uid: meta.uid };
+        if (live.linger && !this._idleLease) {
+          this._idleLease = slot;
+          this._linger.set(Date.now() + (leases.lingerMs ?? 0));
+        } else this._giveBack(slot);
+      }
     }
     live.finish();
   }

@@ -16,7 +16,7 @@ import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller
 import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
-import { FrameSink } from "../exec-frames.js";
+import { FrameSink, type FrameSinkOptions } from "../exec-frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
@@ -30,7 +30,7 @@ export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failu
  * Session, then each record as it commits (and deltas), then the end or a failure frame. An
  * inputless Exec on a session whose latest execution never ended recovers that execution.
  */
-export async function startExec(s: SessionState, req: ExecRequest, stream: { endFrame?: boolean } = {}): Promise<ExecStart> {
+export async function startExec(s: SessionState, req: ExecRequest, stream: FrameSinkOptions = {}): Promise<ExecStart> {
   if (!s.exists()) return notFound();
   const own = s.meta.load()!.statics.harness || DEFAULT_HARNESS;
   const name = req.harness || own;
