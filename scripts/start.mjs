@@ -148,13 +148,16 @@ for (const [from, to] of [
   createInterface({ input: from }).on("line", (line) => {
     if (noise.test(line)) return;
     if (line.includes("Ready on http://")) {
-      to.write(`agentsessions: API and UI on http://127.0.0.1:${port}  (storage: ${state}; Ctrl-C stops)\n`);
-      to.write(
-        `agentsessions: ${authLine(vars.AUTH_MODE, fromShell.AUTH_MODE !== undefined ? "the shell" : fromFile.AUTH_MODE !== undefined ? devVarsPath : undefined)}\n`,
-      );
+      // One write, so a reader that sees the first line sees the whole first screen with it.
+      const source = fromShell.AUTH_MODE !== undefined ? "the shell" : fromFile.AUTH_MODE !== undefined ? devVarsPath : undefined;
+      const screen = [
+        `agentsessions: API and UI on http://127.0.0.1:${port}  (storage: ${state}; Ctrl-C stops)`,
+        `agentsessions: ${authLine(vars.AUTH_MODE, source)}`,
+      ];
       const named = Object.keys({ ...fromFile, ...fromShell }).sort();
       if (named.length)
-        to.write(`agentsessions: worker vars from .dev.vars and the shell: ${named.map((k) => (secrets.test(k) ? `${k} (secret)` : k)).join(", ")}\n`);
+        screen.push(`agentsessions: worker vars from .dev.vars and the shell: ${named.map((k) => (secrets.test(k) ? `${k} (secret)` : k)).join(", ")}`);
+      to.write(`${screen.join("\n")}\n`);
       return;
     }
     to.write(line + "\n");

@@ -35,11 +35,13 @@ async function npmStart(env: Record<string, string>): Promise<{ port: number; ou
   });
   npm.stdout!.on("data", (d) => (out += d));
   npm.stderr!.on("data", (d) => (out += d));
-  for (let i = 0; i < 600 && !/agentsessions: API and UI on/.test(out); i++) {
+  // The first screen ends with the authentication line (and the vars line, when there are any).
+  const ready = /agentsessions: authentication[^\n]*\n/;
+  for (let i = 0; i < 600 && !ready.test(out); i++) {
     if (npm.exitCode !== null) throw new Error(`npm start exited ${npm.exitCode}: ${out}`);
     await sleep(100);
   }
-  if (!/agentsessions: API and UI on/.test(out)) throw new Error(`npm start was not ready within 60 s: ${out}`);
+  if (!ready.test(out)) throw new Error(`npm start was not ready within 60 s: ${out}`);
   return { port, out: () => out };
 }
 
@@ -64,7 +66,9 @@ describe("npm start", () => {
     const entry = { id: "k1", sha256: createHash("sha256").update(KEY).digest("hex"), tenant: "default", principal: "me", roles: ["admin"] };
     writeFileSync(devVars, `AUTH_MODE=keys\nAUTH_KEYS='${JSON.stringify([entry])}'\n`);
     const { port, out } = await npmStart({ AGENTSESSIONS_DEV_VARS: devVars, MODEL_API_KEY: SHELL_SECRET });
+    expect(out()).toContain("agentsessions: API and UI on");
     expect(out()).toContain(`authentication: AUTH_MODE=keys (from ${devVars})`);
+    // Written with the lines above, in one write.
     expect(out()).toContain("MODEL_API_KEY (secret)");
     expect(out()).not.toContain(SHELL_SECRET);
 
