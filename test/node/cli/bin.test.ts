@@ -89,7 +89,7 @@ describe("agentctl as a process", () => {
       let stderr = "";
       child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
       child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-      const [code] = (await once(child, "exit")) as [number | null];
+      const [code] = (await once(child, "close")) as [number | null];
       expect(code, stderr).toBe(0);
       expect(stdout).toMatch(/^VERIFIED 5 records head=[0-9a-f]{64}\n$/);
       expect(stderr).toBe("undici loaded: false\n");
@@ -105,7 +105,7 @@ describe("agentctl as a process", () => {
     const child = spawn(process.execPath, [AGENTCTL, "--server", server, "exec", "--input", "hello"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    const exited = once(child, "exit") as Promise<[number | null, string | null]>;
+    const exited = once(child, "close") as Promise<[number | null, string | null]>;
     // Like `head -1`: read the first chunk, then close the pipe while agentctl may still write.
     const [first] = (await once(child.stdout, "data")) as [Buffer];
     child.stdout.destroy();

@@ -86,7 +86,7 @@ describe("npm run pod: token flags", () => {
     let out = "";
     proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
     proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-    const [code] = await once(proc, "exit");
+    const [code] = await once(proc, "close");
     return { code: code as number, out };
   };
 

@@ -25,7 +25,7 @@ function spawnServe(args: string[]) {
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
   child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-  const exited = once(child, "exit") as Promise<[number | null, string | null]>;
+  const exited = once(child, "close") as Promise<[number | null, string | null]>;
   onTestFinished(() => void (child.exitCode === null && child.kill("SIGKILL")));
   return { child, exited, out: () => stdout, err: () => stderr };
 }

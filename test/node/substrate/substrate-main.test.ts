@@ -52,7 +52,7 @@ function run(args: string[], env: Record<string, string> = {}): { proc: ChildPro
   const lines: string[] = [];
   createInterface({ input: proc.stdout! }).on("line", (l) => lines.push(l));
   createInterface({ input: proc.stderr! }).on("line", (l) => lines.push(l));
-  return { proc, lines, exited: once(proc, "exit").then(([code]) => code as number | null) };
+  return { proc, lines, exited: once(proc, "close").then(([code]) => code as number | null) };
 }
 
 async function startBridge(extra: string[], env: Record<string, string> = {}): Promise<Bridge> {
