@@ -1,7 +1,13 @@
 /**
- * `npm run bench:scaling`: what a turn costs as a tool-heavy chat session grows, with and without
- * bounded history (docs/history.md), against one `wrangler dev`. It asserts nothing; the method,
- * the machine and the figures are in docs/performance.md, "Scaling".
+ * `npm run bench:scaling`: what a turn costs as a session's history grows, against one `wrangler
+ * dev`, in two phases (BENCH_SCALING_PHASES, default "history,growth"). It asserts nothing; the
+ * method, the machine and the figures are in docs/performance.md, "Scaling".
+ *
+ * history (bench/scaling-history.ts): an echo turn, a chat turn on the host's `echo` model and an
+ * inputless Exec on sessions of 0, 5k, 10k and 20k records, each against a fresh session.
+ *
+ * growth: a tool-heavy chat session grown turn by turn, with and without bounded history
+ * (docs/history.md).
  *
  * Every turn is a real chat turn over HTTP: the model (a stand-in HTTP server in this process)
  * calls the `lookup` tool, the host's executor webhook (another stand-in) answers ~1 KB, and the
@@ -22,18 +28,23 @@ import { LogRecordSchema } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { COMPACTION_PROMPT } from "../runtimes/builtin/chat.js";
 import type { SessionsClient } from "../sdk/client.js";
 import { fmt, median, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
+import { historyPhase } from "./scaling-history.js";
 
+const PHASES = new Set((process.env.BENCH_SCALING_PHASES ?? "history,growth").split(",").map((s) => s.trim()));
+const RECORDS = sizes("BENCH_SCALING_RECORDS", [0, 5000, 10_000, 20_000], 0);
+const HISTORY_ROUNDS = Number(process.env.BENCH_SCALING_ROUNDS ?? 30);
 const CHECKPOINTS = sizes("BENCH_SCALING_TURNS", [100, 1000, 10_000]);
 const WHOLE_MAX = Number(process.env.BENCH_SCALING_WHOLE_MAX ?? 1000);
 const BUDGET = Number(process.env.BENCH_SCALING_BUDGET ?? 2000);
 const WINDOW = Number(process.env.BENCH_SCALING_WINDOW ?? 20);
 const RESULT = "r".repeat(1000);
 
-function sizes(env: string, fallback: number[]): number[] {
+function sizes(env: string, fallback: number[], least = 1): number[] {
   const v = process.env[env];
   if (!v) return fallback;
   const xs = v.split(",").map((s) => Number(s.trim()));
-  if (xs.some((x) => !Number.isInteger(x) || x < 1)) throw new Error(`${env} must be positive integers separated by commas, got ${JSON.stringify(v)}`);
+  if (xs.some((x) => !Number.isInteger(x) || x < least))
+    throw new Error(`${env} must be integers of at least ${least} separated by commas, got ${JSON.stringify(v)}`);
   return xs.sort((a, b) => a - b);
 }
 
@@ -115,10 +126,30 @@ interface Lane {
 }
 
 async function main(): Promise<void> {
+  const unknown = [...PHASES].filter((p) => p !== "history" && p !== "growth");
+  if (unknown.length) throw new Error(`BENCH_SCALING_PHASES names unknown phases ${unknown.join(", ")}: use history, growth or both`);
   const seen = new Map<string, Seen>();
   const model = await startModel(seen);
   const executor = await startExecutor();
   const { server, client } = await startBenchHost({ MODEL_BASE_URL: model.url, MODEL_DEFAULT: "m", MODEL_STREAM: "0", TOOL_EXECUTOR_URL: executor.url });
+  const started = performance.now();
+  try {
+    if (PHASES.has("history")) {
+      const calls = () => [...seen.values()].reduce((n, s) => n + s.calls, 0);
+      const before = calls();
+      await historyPhase(client, RECORDS, HISTORY_ROUNDS);
+      console.log(`history: the model stand-in received ${calls() - before} requests (the echo model answers in the host)`);
+    }
+    if (PHASES.has("growth")) await growthPhase(client, seen);
+  } finally {
+    await server.dispose();
+    model.server.close();
+    executor.server.close();
+  }
+  console.log(`(${fmt((performance.now() - started) / 1000)} s in all)`);
+}
+
+async function growthPhase(client: SessionsClient, seen: Map<string, Seen>): Promise<void> {
   const tools = [{ name: "lookup", description: "looks something up", input_schema: { type: "object", properties: { q: { type: "string" } } } }];
   const lane = async (name: string, tag: string, extra: object, max: number): Promise<Lane> => ({
     name,
@@ -142,41 +173,35 @@ async function main(): Promise<void> {
     compactions: number;
   }[] = [];
   const started = performance.now();
-  try {
-    // The lanes take turns, one turn each, so load and drift hit both alike while both run.
-    for (let turn = 1; turn <= last; turn++) {
-      for (const l of lanes) {
-        if (turn > l.max) continue;
-        const ms = await timed(() => retryProxy503(() => client.exec({ session: l.uid, inputs: [`[${l.tag}] turn ${turn}: look it up`], config: l.config })));
-        l.turns = turn;
-        l.times.push(ms);
-        if (l.times.length > WINDOW) l.times.shift();
-        if (CHECKPOINTS.includes(turn)) {
-          const j = await journalBytes(client, l.uid);
-          const s = seen.get(l.tag)!;
-          rows.push({
-            lane: l.name,
-            turns: turn,
-            ms: median(l.times),
-            reqBytes: s.bytes,
-            messages: s.messages,
-            bytesPerTurn: j.bytes / turn,
-            recordsPerTurn: j.records / turn,
-            compactions: s.compactions,
-          });
-          const r = rows[rows.length - 1]!;
-          console.log(
-            `${r.lane} @${r.turns} turns: ${fmt(r.ms)} ms/turn (median of last ${l.times.length}), model request ${fmt(r.reqBytes / 1024)} KiB / ${r.messages} messages, journal ${fmt(r.bytesPerTurn / 1024, 2)} KiB/turn (${fmt(r.recordsPerTurn)} records/turn), ${r.compactions} compactions`,
-          );
-        }
+  // The lanes take turns, one turn each, so load and drift hit both alike while both run.
+  for (let turn = 1; turn <= last; turn++) {
+    for (const l of lanes) {
+      if (turn > l.max) continue;
+      const ms = await timed(() => retryProxy503(() => client.exec({ session: l.uid, inputs: [`[${l.tag}] turn ${turn}: look it up`], config: l.config })));
+      l.turns = turn;
+      l.times.push(ms);
+      if (l.times.length > WINDOW) l.times.shift();
+      if (CHECKPOINTS.includes(turn)) {
+        const j = await journalBytes(client, l.uid);
+        const s = seen.get(l.tag)!;
+        rows.push({
+          lane: l.name,
+          turns: turn,
+          ms: median(l.times),
+          reqBytes: s.bytes,
+          messages: s.messages,
+          bytesPerTurn: j.bytes / turn,
+          recordsPerTurn: j.records / turn,
+          compactions: s.compactions,
+        });
+        const r = rows[rows.length - 1]!;
+        console.log(
+          `${r.lane} @${r.turns} turns: ${fmt(r.ms)} ms/turn (median of last ${l.times.length}), model request ${fmt(r.reqBytes / 1024)} KiB / ${r.messages} messages, journal ${fmt(r.bytesPerTurn / 1024, 2)} KiB/turn (${fmt(r.recordsPerTurn)} records/turn), ${r.compactions} compactions`,
+        );
       }
     }
-  } finally {
-    await server.dispose();
-    model.server.close();
-    executor.server.close();
   }
-  console.log(`(${fmt((performance.now() - started) / 1000)} s in all; max_history_tokens ${BUDGET}; tool result ${RESULT.length} B per turn)`);
+  console.log(`growth: ${fmt((performance.now() - started) / 1000)} s (max_history_tokens ${BUDGET}; tool result ${RESULT.length} B per turn)`);
   for (const name of ["compacted", "whole"]) {
     const mine = rows.filter((r) => r.lane === name);
     if (mine.length < 2) continue;

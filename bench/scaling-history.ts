@@ -1,0 +1,82 @@
+/**
+ * The history phase of `npm run bench:scaling`: what one turn costs on a session that already
+ * holds 0, 5k, 10k and 20k records, against the same turn on a fresh session, for each kind of
+ * turn that could read the history: an echo turn, a chat turn on the host's built-in `echo` model
+ * (it answers inside the host, so no provider is called), and an inputless Exec (a turn that only
+ * looks for something to recover). Per checkpoint and kind it prints both medians and their ratio,
+ * and one `bench scaling-<kind>-<records> ratio=… target=<=1.2` line. It asserts nothing.
+ *
+ * Each kind grows one long session through the checkpoints with Execs of up to 1000 inputs
+ * (bench/lib.ts buildSession). At a checkpoint, rounds alternate a timed turn on the long session
+ * with the same turn on a fresh session of the same kind that ran one turn first, so both objects
+ * are warm and only the history differs (a session's very first turn also pays for starting its
+ * object and creating its tables, which would flatter the ratio). Sizes:
+ * BENCH_SCALING_RECORDS (default 0,5000,10000,20000), BENCH_SCALING_ROUNDS (default 30).
+ */
+import type { SessionsClient } from "../sdk/client.js";
+import { buildSession, fmt, interleaved, median, retryProxy503, summary } from "./lib.js";
+
+export interface HistoryRow {
+  kind: string;
+  records: number;
+  longMs: number;
+  freshMs: number;
+}
+
+interface Kind {
+  name: string;
+  /** A new session of this kind (not timed). */
+  open(client: SessionsClient, label: string): Promise<string>;
+  /** The timed turn. */
+  turn(client: SessionsClient, uid: string): Promise<unknown>;
+}
+
+const uidOf = (s: { metadata?: { uid: string } }) => s.metadata!.uid;
+
+const KINDS: Kind[] = [
+  {
+    name: "echo",
+    open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
+    turn: (c, uid) => c.exec({ session: uid, inputs: ["one more"] }),
+  },
+  {
+    name: "chat",
+    open: async (c, label) => uidOf(await c.create({ name: label, harness: "chat", model: "echo" })),
+    turn: (c, uid) => c.exec({ session: uid, inputs: ["one more"] }),
+  },
+  {
+    name: "inputless",
+    open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
+    turn: (c, uid) => c.exec({ session: uid }),
+  },
+];
+
+export async function historyPhase(client: SessionsClient, checkpoints: readonly number[], rounds: number): Promise<HistoryRow[]> {
+  const rows: HistoryRow[] = [];
+  const longs = new Map<string, string>();
+  for (const k of KINDS) longs.set(k.name, await k.open(client, `bench-scaling-${k.name}-long`));
+  for (const records of checkpoints) {
+    for (const k of KINDS) {
+      const long = longs.get(k.name)!;
+      if (records > 0) await buildSession(client, long, records);
+      else await retryProxy503(() => client.exec({ session: long, inputs: ["first"] }));
+      const fresh = await k.open(client, `bench-scaling-${k.name}-fresh`);
+      await retryProxy503(() => client.exec({ session: fresh, inputs: ["first"] }));
+      // One untimed pair first, so neither side pays for code the other warmed.
+      await retryProxy503(() => k.turn(client, long));
+      await retryProxy503(() => k.turn(client, fresh));
+      const t = await interleaved(rounds, {
+        long: () => retryProxy503(() => k.turn(client, long)),
+        fresh: () => retryProxy503(() => k.turn(client, fresh)),
+      });
+      const row = { kind: k.name, records, longMs: median(t.long!), freshMs: median(t.fresh!) };
+      rows.push(row);
+      const head = (await client.get(long)).lastSeq;
+      console.log(
+        `${k.name} @${records} records (head ${head}): ${fmt(row.longMs, 2)} ms a turn, fresh session ${fmt(row.freshMs, 2)} ms (median of ${rounds} interleaved rounds)`,
+      );
+      summary(`scaling-${k.name}-${records}`, row.longMs / row.freshMs, "<=1.2", `long_ms=${fmt(row.longMs, 2)} fresh_ms=${fmt(row.freshMs, 2)}`);
+    }
+  }
+  return rows;
+}
