@@ -16,13 +16,6 @@
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, interleaved, median, retryProxy503, summary } from "./lib.js";
 
-export interface HistoryRow {
-  kind: string;
-  records: number;
-  longMs: number;
-  freshMs: number;
-}
-
 interface Kind {
   name: string;
   /** A new session of this kind (not timed). */
@@ -51,8 +44,7 @@ const KINDS: Kind[] = [
   },
 ];
 
-export async function historyPhase(client: SessionsClient, checkpoints: readonly number[], rounds: number): Promise<HistoryRow[]> {
-  const rows: HistoryRow[] = [];
+export async function historyPhase(client: SessionsClient, checkpoints: readonly number[], rounds: number): Promise<void> {
   const longs = new Map<string, string>();
   for (const k of KINDS) longs.set(k.name, await k.open(client, `bench-scaling-${k.name}-long`));
   for (const records of checkpoints) {
@@ -69,8 +61,7 @@ export async function historyPhase(client: SessionsClient, checkpoints: readonly
         long: () => retryProxy503(() => k.turn(client, long)),
         fresh: () => retryProxy503(() => k.turn(client, fresh)),
       });
-      const row = { kind: k.name, records, longMs: median(t.long!), freshMs: median(t.fresh!) };
-      rows.push(row);
+      const row = { longMs: median(t.long!), freshMs: median(t.fresh!) };
       const head = (await client.get(long)).lastSeq;
       console.log(
         `${k.name} @${records} records (head ${head}): ${fmt(row.longMs, 2)} ms a turn, fresh session ${fmt(row.freshMs, 2)} ms (median of ${rounds} interleaved rounds)`,
@@ -78,5 +69,4 @@ export async function historyPhase(client: SessionsClient, checkpoints: readonly
       summary(`scaling-${k.name}-${records}`, row.longMs / row.freshMs, "<=1.2", `long_ms=${fmt(row.longMs, 2)} fresh_ms=${fmt(row.freshMs, 2)}`);
     }
   }
-  return rows;
 }
