@@ -68,8 +68,8 @@ describe("npm start", () => {
     const { port, out } = await npmStart({ AGENTSESSIONS_DEV_VARS: devVars, MODEL_API_KEY: SHELL_SECRET });
     expect(out()).toContain("agentsessions: API and UI on");
     expect(out()).toContain(`authentication: AUTH_MODE=keys (from ${devVars})`);
-    // Written with the lines above, in one write.
-    expect(out()).toContain("MODEL_API_KEY (secret)");
+    // The line after the one waited for (written with it, in one write).
+    await expect.poll(out, { timeout: 5000 }).toContain("MODEL_API_KEY (secret)");
     expect(out()).not.toContain(SHELL_SECRET);
 
     const list = (token?: string) =>
