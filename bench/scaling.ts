@@ -6,10 +6,8 @@
  * history (bench/scaling-history.ts): an echo turn, a chat turn on the host's `echo` model and an
  * inputless Exec on sessions of 0, 5k, 10k and 20k records, each against a fresh session.
  *
- * growth: a tool-heavy chat session grown turn by turn, with and without bounded history
- * (docs/history.md).
- *
- * Every turn is a real chat turn over HTTP: the model (a stand-in HTTP server in this process)
+ * growth: two tool-heavy chat sessions grown turn by turn, with and without bounded history
+ * (docs/history.md). Every turn is a real chat turn over HTTP: the model (a stand-in HTTP server in this process)
  * calls the `lookup` tool, the host's executor webhook (another stand-in) answers ~1 KB, and the
  * model answers. One session runs with `max_history_tokens`, one without. At each checkpoint the
  * bench reports the median wall time of the turns just before it, the size of the last model
@@ -17,7 +15,7 @@
  * (summed over Replay). The session without compaction stops at BENCH_SCALING_WHOLE_MAX turns:
  * each of its turns sends the whole conversation, so its cost grows with the session.
  *
- * Sizes: BENCH_SCALING_TURNS (default 100,1000,10000), BENCH_SCALING_WHOLE_MAX (default 1000),
+ * Sizes of the growth phase: BENCH_SCALING_TURNS (default 100,1000,10000), BENCH_SCALING_WHOLE_MAX (default 1000),
  * BENCH_SCALING_BUDGET (max_history_tokens, default 2000), BENCH_SCALING_WINDOW (turns timed per
  * checkpoint, default 20).
  */
