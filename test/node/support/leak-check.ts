@@ -12,6 +12,7 @@
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { GROUPS_DIR, groupAlive, ROOT, sleep } from "../../../scripts/dev-server.js";
+import { ACTOR_BUNDLES } from "../../fixtures/ateapi/actor-worker.js";
 
 const WRANGLER_TMP = join(ROOT, ".wrangler", "tmp");
 let startedMs = 0;
@@ -68,11 +69,12 @@ function isVitestCache(dir: string): boolean {
 
 /**
  * tsx keeps its transform cache in `<tmpdir>/tsx-<uid>`; every `node --import tsx` child a test
- * starts (pod incarnations, the substrate stand-in's actors, `npm run pod`) writes there. It is a
- * tool's cache, removed with the run's folder, not something a test forgot.
+ * starts (pod incarnations, `npm run pod`) writes there. The substrate stand-in keeps its actors'
+ * bundles in `actor-bundles` (test/fixtures/ateapi/actor-worker.ts). Both are a tool's cache,
+ * removed with the run's folder, not something a test forgot.
  */
 function isTsxCache(name: string): boolean {
-  return /^tsx-\d+$/.test(name) || isMiniflareRuntime(name);
+  return /^tsx-\d+$/.test(name) || name === ACTOR_BUNDLES || isMiniflareRuntime(name);
 }
 
 /** The workers pool's Miniflare keeps its runtime files in `miniflare-<hash>` under TMPDIR: the pool's own. */
