@@ -61,12 +61,13 @@ export async function historyPhase(client: SessionsClient, checkpoints: readonly
         long: () => retryProxy503(() => k.turn(client, long)),
         fresh: () => retryProxy503(() => k.turn(client, fresh)),
       });
-      const row = { longMs: median(t.long!), freshMs: median(t.fresh!) };
+      const longMs = median(t.long!);
+      const freshMs = median(t.fresh!);
       const head = (await client.get(long)).lastSeq;
       console.log(
-        `${k.name} @${records} records (head ${head}): ${fmt(row.longMs, 2)} ms a turn, fresh session ${fmt(row.freshMs, 2)} ms (median of ${rounds} interleaved rounds)`,
+        `${k.name} @${records} records (head ${head}): ${fmt(longMs, 2)} ms a turn, fresh session ${fmt(freshMs, 2)} ms (median of ${rounds} interleaved rounds)`,
       );
-      summary(`scaling-${k.name}-${records}`, row.longMs / row.freshMs, "<=1.2", `long_ms=${fmt(row.longMs, 2)} fresh_ms=${fmt(row.freshMs, 2)}`);
+      summary(`scaling-${k.name}-${records}`, longMs / freshMs, "<=1.2", `long_ms=${fmt(longMs, 2)} fresh_ms=${fmt(freshMs, 2)}`);
     }
   }
 }

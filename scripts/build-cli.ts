@@ -17,6 +17,9 @@ import { ROOT } from "./dev-server.js";
 
 export const CLI_BUNDLE = join(ROOT, "packages/sdk/dist/cli/agentctl.js");
 
+/** ws is CommonJS and requires Node's built-ins; an ES module bundle has no `require` of its own. */
+export const ESM_REQUIRE_BANNER = 'import { createRequire as __agentctlRequire } from "node:module";\nconst require = __agentctlRequire(import.meta.url);';
+
 export async function buildCli(): Promise<void> {
   await build({
     absWorkingDir: ROOT,
@@ -27,8 +30,7 @@ export async function buildCli(): Promise<void> {
     target: "node20",
     outfile: CLI_BUNDLE,
     external: ["tsx", "tsx/*", "sql.js", "bufferutil", "utf-8-validate"],
-    // ws is CommonJS and requires Node's built-ins; an ES module has no `require` of its own.
-    banner: { js: 'import { createRequire as __agentctlRequire } from "node:module";\nconst require = __agentctlRequire(import.meta.url);' },
+    banner: { js: ESM_REQUIRE_BANNER },
     legalComments: "none",
     logLevel: "warning",
   });

@@ -49,7 +49,7 @@ export async function teardown(): Promise<void> {
       // gone meanwhile
     }
   }
-  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isTsxCache(name));
+  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isToolCache(name));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
   rmSync(root, { recursive: true, force: true });
   removeWranglerScratch();
@@ -73,7 +73,7 @@ function isVitestCache(dir: string): boolean {
  * bundles in `actor-bundles` (test/fixtures/ateapi/actor-worker.ts). Both are a tool's cache,
  * removed with the run's folder, not something a test forgot.
  */
-function isTsxCache(name: string): boolean {
+function isToolCache(name: string): boolean {
   return /^tsx-\d+$/.test(name) || name === ACTOR_BUNDLES || isMiniflareRuntime(name);
 }
 
