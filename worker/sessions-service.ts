@@ -54,8 +54,10 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
 
     async listSessions(req, ctx) {
       const project = req.project || DEFAULT_PROJECT;
-      const r = await directoryStub(env, callerOf(ctx).tenant).list(project, req.pageSize, req.pageToken);
+      const tenant = callerOf(ctx).tenant;
+      const r = await directoryStub(env, tenant).list(project, req.pageSize, req.pageToken);
       if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
+      await refreshLiveRows(env, tenant, r);
       return { sessions: r.sessions.map((b) => decodeBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
     },
 
@@ -261,6 +263,22 @@ export async function openExec(
   const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true);
   if (!start.ok) throw connectErrorFrom(start);
   return start.frames;
+}
+
+/**
+ * A live row's stored Session may trail its session (objects/session/directory-reports.ts): each
+ * is replaced by what its session answers now, all asked at once. A session that cannot answer
+ * keeps its stored row, which is its state as of its last report.
+ */
+async function refreshLiveRows(env: Env, tenant: string, page: { sessions: Uint8Array[]; live: { index: number; uid: string }[] }): Promise<void> {
+  await Promise.all(
+    page.live.map(async ({ index, uid }) => {
+      const now = await sessionStub(env, tenant, uid)
+        .listing()
+        .catch(() => undefined);
+      if (now?.ok) page.sessions[index] = now.value;
+    }),
+  );
 }
 
 /** An empty uid is malformed (INVALID_ARGUMENT); a malformed one names no session (NOT_FOUND). */

@@ -6,6 +6,10 @@
  * Paging is keyset over (create_ms DESC, uid ASC) (docs/behaviour.md §4.3): the page token names the
  * last row returned and the next page continues strictly after it, so sessions created mid-walk
  * are never skipped or repeated. Tested in test/node/directory/directory-store.test.ts.
+ *
+ * A row is `live` while its session runs turns back to back (objects/session/directory-reports.ts):
+ * the session then stops reporting each change, so a listing asks the session itself for the rows
+ * it marks live (worker/sessions-service.ts), and the session settles its row once it is quiet.
  */
 import { isSessionUid } from "../../proto/ids.js";
 import { MAX_STATICS_BYTES } from "../session/meta-store.js";
@@ -35,27 +39,29 @@ const MIGRATIONS: Migrations = [
     "CREATE INDEX sessions_listing ON sessions (project, neg_create_ms, uid) WHERE deleted_ms IS NULL",
     "DROP INDEX sessions_by_project",
   ],
+  // 4: live rows: the stored Session may trail the session's own state; a listing asks the session.
+  ["ALTER TABLE sessions ADD COLUMN live INTEGER NOT NULL DEFAULT 0"],
 ];
 
 const stmts = {
-  upsert: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, neg_create_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?, -?3)
+  upsert: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, live, neg_create_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, -?3)
            ON CONFLICT (uid) DO UPDATE SET
              project = excluded.project, update_ms = excluded.update_ms, head_seq = excluded.head_seq,
-             head_hash = excluded.head_hash, session = excluded.session
+             head_hash = excluded.head_hash, session = excluded.session, live = excluded.live
            WHERE sessions.deleted_ms IS NULL
              AND (excluded.head_seq > sessions.head_seq
               OR (excluded.head_seq = sessions.head_seq AND excluded.update_ms >= sessions.update_ms))`,
-  first: `SELECT uid, create_ms, session FROM sessions WHERE project = ? AND deleted_ms IS NULL
+  first: `SELECT uid, create_ms, session, live FROM sessions WHERE project = ? AND deleted_ms IS NULL
           ORDER BY neg_create_ms, uid LIMIT ?`,
-  after: `SELECT uid, create_ms, session FROM sessions
+  after: `SELECT uid, create_ms, session, live FROM sessions
           WHERE project = ? AND deleted_ms IS NULL AND (neg_create_ms, uid) > (?, ?)
           ORDER BY neg_create_ms, uid LIMIT ?`,
   head: "SELECT head_seq, head_hash, deleted_ms FROM sessions WHERE uid = ?",
   tombstone: `INSERT INTO sessions (uid, project, create_ms, update_ms, head_seq, head_hash, session, deleted_ms, neg_create_ms)
               VALUES (?, ?, ?, ?, ?, ?, ?, ?, -?3)
               ON CONFLICT (uid) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
-                session = excluded.session, deleted_ms = COALESCE(sessions.deleted_ms, excluded.deleted_ms)`,
+                session = excluded.session, live = 0, deleted_ms = COALESCE(sessions.deleted_ms, excluded.deleted_ms)`,
 } as const;
 
 /** What a SessionObject reports after each change. */
@@ -68,12 +74,25 @@ export interface DirectoryRow {
   headHash: string;
   /** The binary Session as rendered by its SessionObject. */
   session: Uint8Array;
+  /**
+   * The session runs turns back to back and reports only now and then: `session` and the head may
+   * trail its own state, so a listing asks the session (unset: the row is the session's state).
+   */
+  live?: boolean;
 }
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
 
-export type ListResult = { ok: true; sessions: Uint8Array[]; nextPageToken: string } | { ok: false; reason: "bad_token" };
+export type ListResult =
+  | {
+      ok: true;
+      sessions: Uint8Array[];
+      nextPageToken: string;
+      /** The rows of `sessions` that are live (their index and uid): ask those sessions for their state. */
+      live: { index: number; uid: string }[];
+    }
+  | { ok: false; reason: "bad_token" };
 
 export class DirectoryStore {
   constructor(private readonly _db: SqlDb) {
@@ -82,7 +101,7 @@ export class DirectoryStore {
 
   /** Records a session's latest state; an older report (lower head) never overwrites a newer one. */
   upsert(r: DirectoryRow): void {
-    this._db.query(stmts.upsert, r.uid, r.project, r.createMs, r.updateMs, r.headSeq, r.headHash, r.session);
+    this._db.query(stmts.upsert, r.uid, r.project, r.createMs, r.updateMs, r.headSeq, r.headHash, r.session, r.live ? 1 : 0);
   }
 
   /** Registers a whole fork fan-out at once: its children become visible together or not at all. */
@@ -102,8 +121,8 @@ export class DirectoryStore {
     // A stored project fits in its session's metadata, so a longer one matches nothing; and a
     // client-sized one would reach SQLite as a parameter over its 2 MB limit, SQLITE_TOOBIG,
     // which surfaced as INTERNAL (test/node/fuzz).
-    if (project.length > MAX_STATICS_BYTES) return { ok: true, sessions: [], nextPageToken: "" };
-    let rows: { uid: string; create_ms: number; session: Uint8Array }[];
+    if (project.length > MAX_STATICS_BYTES) return { ok: true, sessions: [], nextPageToken: "", live: [] };
+    let rows: { uid: string; create_ms: number; session: Uint8Array; live: number }[];
     if (pageToken === "") {
       rows = this._db.query(stmts.first, project, size + 1);
     } else {
@@ -114,7 +133,9 @@ export class DirectoryStore {
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
     const nextPageToken = rows.length > size && last ? pageTokenFor(last.create_ms, last.uid) : "";
-    return { ok: true, sessions: page.map((r) => r.session), nextPageToken };
+    const live: { index: number; uid: string }[] = [];
+    page.forEach((r, index) => r.live && live.push({ index, uid: r.uid }));
+    return { ok: true, sessions: page.map((r) => r.session), nextPageToken, live };
   }
 
   /** The head a session last reported (its final head once deleted). */

@@ -80,7 +80,7 @@ export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Se
   const r = s.append([decision], { expectedSeq: s.journal.head().seq, fence: 0n, mintFence: true });
   if (!r.ok) return refusalFailure(r);
   void s.rearm();
-  void s.syncDirectoryQuietly();
+  void s.reports.afterChange();
   const rec = r.records[0]!;
   return success({ session: s.render(), decision: { seq: rec.seq, prevHash: rec.prevHash, hash: rec.hash, fence: rec.fence, event: rec.event } });
 }

@@ -58,12 +58,22 @@ export class SessionHost {
     const now = s.d.now();
     const meta: SessionMeta = { tenant: args.tenant, uid: args.uid, statics: args.statics, createMs: now, updateMs: now, ...INITIAL_STATES };
     s.d.db.transaction(() => s.meta.insert(meta));
-    await s.syncDirectory();
+    await s.reports.created();
     return success(s.render());
   }
 
   get(): Outcome<Session> {
     return this._s.exists() ? success(this._s.render()) : notFound();
+  }
+
+  /**
+   * ListSessions found this session's Directory row live (directory-reports.ts): the session as
+   * it is now, and a row left live by an earlier instance of this object is settled.
+   */
+  listing(): Outcome<Session> {
+    if (!this._s.exists()) return notFound();
+    this._s.reports.listed();
+    return success(this._s.render());
   }
 
   /** Records with from <= seq <= to (to = 0: head), at most `limit` and about 4 MiB, verbatim. */

@@ -49,7 +49,7 @@ export async function suspendSession(s: SessionState): Promise<Outcome<Session>>
     return success(s.render());
   } finally {
     s.release(live);
-    await s.syncDirectoryQuietly();
+    await s.reports.afterChange();
   }
 }
 
@@ -78,7 +78,7 @@ export async function cancelSession(s: SessionState, executionId: string, reason
     return failure("not_running", "nothing to cancel: no execution of this session is running or interrupted");
   }
   const r = s.append([endEvent(latest.id, "CANCELED"), lifecycleEvent(Lifecycle_Kind.LIFECYCLE_CANCEL, { detail: why })], { fence: 0n, mintFence: true });
-  await s.syncDirectoryQuietly();
+  await s.reports.afterChange();
   return r.ok ? success(s.render()) : refusalFailure(r);
 }
 

@@ -100,7 +100,7 @@ export async function forkClone(s: SessionState, atSeq: bigint, children: readon
     return success({ checkpointSeq });
   } finally {
     s.release(live);
-    await s.syncDirectoryQuietly();
+    await s.reports.afterChange();
   }
 }
 

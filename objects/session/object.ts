@@ -95,6 +95,11 @@ export class SessionObject extends DurableObject<Env> {
     return sessionBytes(this._host.get());
   }
 
+  /** A listing's question for a live Directory row (objects/session/directory-reports.ts). */
+  listing(): Outcome<Uint8Array> {
+    return sessionBytes(this._host.listing());
+  }
+
   /**
    * `requestId` tags this call's log lines, the turn's included (objects/request-context.ts);
    * `endFrame`: the stream closes with the end frame (objects/exec-frames.ts), which a Worker that

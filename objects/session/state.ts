@@ -41,6 +41,7 @@ import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
 import { LazyTimer } from "../lazy-timer.js";
+import { DirectoryReports } from "./directory-reports.js";
 import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
 
 export { DESCRIBE_TIMEOUT_MS, type PlacementLine } from "./placement.js";
@@ -50,8 +51,13 @@ export interface SessionHostDeps {
   now: () => number;
   /** The model invoker for a session whose `model` field is `sessionModel`. */
   models: (sessionModel: string) => ModelInvoker;
-  /** Reports the session's latest state to its tenant's Directory. */
+  /** Reports the session's latest state to its tenant's Directory (when: directory-reports.ts). */
   directory: (tenant: string, row: DirectoryRow) => Promise<void>;
+  /**
+   * How close together two changes must come to make a burst, whose turns report to the
+   * Directory only now and then (DIRECTORY_BURST_MS by default; 0: every change reports).
+   */
+  directoryBurstMs?: number;
   /**
    * How long a turn runs before the Directory is told it is running (RUNNING_REPORT_MS by
    * default): a turn that ends sooner costs the Directory one report, at its end.
@@ -186,7 +192,10 @@ export class SessionState {
    * Reports a turn that has run a while to the Directory (turns.ts RUNNING_REPORT_MS): set as a
    * turn starts, cleared as it ends.
    */
-  readonly runningReport = new LazyTimer(() => void this.syncDirectoryQuietly());
+  readonly runningReport = new LazyTimer(() => void this.reports.refresh());
+
+  /** When this session reports to its tenant's Directory (directory-reports.ts). */
+  readonly reports: DirectoryReports;
 
   /** Admission, the live re-check and placement on a runtime backend (placement.ts). */
   readonly placement: Placement;
@@ -202,6 +211,12 @@ export class SessionState {
     this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);
+    this.reports = new DirectoryReports({
+      send: (live) => this._sendReport(live),
+      busy: () => this.live !== undefined,
+      exists: () => this.exists(),
+      burstMs: d.directoryBurstMs,
+    });
   }
 
   exists(): boolean {
@@ -219,6 +234,7 @@ export class SessionState {
     this.cache.reset();
     this.blobIndex.forget();
     this.followers.endAll(TailEndReason.GONE);
+    this.reports.forget();
   }
 
   /** Stores this turn's large parts as blobs before their records commit; undefined without a bucket. */
@@ -482,13 +498,10 @@ export class SessionState {
     return this.cache.parsed();
   }
 
-  async syncDirectory(): Promise<void> {
+  private async _sendReport(live: boolean): Promise<void> {
     const meta: SessionMeta = this.meta.load()!;
-    await this.d.directory(meta.tenant, createDirectoryRow(this.render(), this.journal.head(), meta));
-  }
-
-  /** Reports to the Directory without failing the caller: a missed report is repaired by the next. */
-  async syncDirectoryQuietly(): Promise<void> {
-    await this.syncDirectory().catch(() => undefined);
+    const row = createDirectoryRow(this.render(), this.journal.head(), meta);
+    if (live) row.live = true;
+    await this.d.directory(meta.tenant, row);
   }
 }

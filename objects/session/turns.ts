@@ -152,7 +152,7 @@ export async function resumeSession(s: SessionState, o: { marker: boolean } = { 
     return success(s.render());
   } finally {
     s.release(live);
-    await s.syncDirectoryQuietly();
+    await s.reports.afterChange();
   }
 }
 
@@ -170,6 +170,9 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
   let parked = false;
   const stopDeadline = armDeadline(s, live, req.deadlineUnix);
   try {
+    // A turn that follows the last change closely makes the Directory's row live before it
+    // writes, and is not reported on its own (directory-reports.ts).
+    await s.reports.beforeChange();
     if (req.inputs.length === 0 && interrupted(s)) {
       const head = s.journal.head().seq;
       if (req.expectedLastSeq !== undefined && req.expectedLastSeq !== head) {
@@ -214,8 +217,8 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     }
     live.executionId = mintExecutionId();
     // Tell the Directory a turn is running once it has run a while, without holding it up: a
-    // short turn is reported once, when it ends (below).
-    s.runningReport.set(Date.now() + (s.d.runningReportMs ?? RUNNING_REPORT_MS));
+    // short turn is reported once, when it ends (below), and a live row needs no report.
+    if (!s.reports.live) s.runningReport.set(Date.now() + (s.d.runningReportMs ?? RUNNING_REPORT_MS));
     const outcome = await runLiveTurn(
       {
         sessionUid: s.uid,
@@ -257,7 +260,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
     s.release(live);
     // The turn's last records, its end and the end frame leave together, after the report.
     out.hold();
-    await s.syncDirectoryQuietly();
+    await s.reports.afterChange();
     if (result) out.fail(result);
     else {
       // A park (or a recovery) ends OK with a final session frame: cursor, states, pending approval.

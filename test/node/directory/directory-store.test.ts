@@ -85,4 +85,22 @@ describe("DirectoryStore", () => {
     store.upsert({ ...r, headSeq: 6, headHash: "newer" });
     expect(store.head(r.uid)).toEqual({ seq: 6, hash: "newer" });
   });
+
+  it("list: names the live rows of the page (index and uid); a later settled report, or a tombstone, ends it", () => {
+    const store = new DirectoryStore(createTestDb());
+    const [a, b, c] = [row("lv", 3, 1), row("lv", 2, 1), row("lv", 1, 1)];
+    for (const r of [a, b, c]) store.upsert(r);
+    store.upsert({ ...b, headSeq: 2, live: true });
+    store.upsert({ ...c, headSeq: 2, live: true });
+    const page = store.list("lv", 2, "");
+    expect(page.ok && page.live).toEqual([{ index: 1, uid: b.uid }]);
+    const next = page.ok ? store.list("lv", 2, page.nextPageToken) : undefined;
+    expect(next?.ok && next.live).toEqual([{ index: 0, uid: c.uid }]);
+    // The session settles its row at the same head: no longer live.
+    store.upsert({ ...b, headSeq: 2 });
+    store.tombstone({ ...c, headSeq: 2 }, 99);
+    const after = store.list("lv", 10, "");
+    expect(after.ok && after.live).toEqual([]);
+    expect(after.ok && after.sessions.map(uidOf)).toEqual([a.uid, b.uid]);
+  });
 });

@@ -60,7 +60,8 @@ describe("SessionHost", () => {
 
   it("exec: a short turn reports to the Directory once, at its end; a long one also while it runs", async () => {
     const g = gatedHarness();
-    const { host, reports } = setup({ gated: g.harness }, undefined, { runningReportMs: 30 });
+    // Turns that are not a burst (directory-reports.test.ts has those).
+    const { host, reports } = setup({ gated: g.harness }, undefined, { runningReportMs: 30, directoryBurstMs: 0 });
     await createSession(host);
     const before = reports.length;
     await drain(host.exec(execReq({ inputs: [userText("quick")] })));

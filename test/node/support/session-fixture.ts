@@ -46,6 +46,8 @@ export interface SetupOptions {
   tools?: ToolExecutor;
   /** How long a turn runs before the Directory hears it is running (the host's default without). */
   runningReportMs?: number;
+  /** How close two changes come to make a burst (objects/session/directory-reports.ts; the host's default without). */
+  directoryBurstMs?: number;
   /** The tenant's count of running executions (none without: nothing is counted). */
   leases?: ExecutionLeases;
   approvalTimeoutSeconds?: number;
@@ -77,6 +79,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     runtime: o.runtime,
     remote: o.remote,
     runningReportMs: o.runningReportMs,
+    directoryBurstMs: o.directoryBurstMs,
     leases: o.leases,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
     log: (line) => void logs.push(line),

@@ -1,0 +1,145 @@
+/**
+ * When a session tells its tenant's Directory about itself (docs/behaviour.md §4.3, docs/design.md
+ * "The Directory's view of a session").
+ *
+ * A quiet session reports after every change, before the change answers, as it always has: a
+ * caller who saw an operation end lists its new state, and the Directory anchors the new head.
+ * A session running turns back to back (a change within `burstMs` of the one before) instead makes
+ * its Directory row *live* once, before the change writes anything, and then stops reporting each
+ * change: a listing asks a live row's session for its state (worker/sessions-service.ts), so it is
+ * exact, and exact after a crash too, since the row was live before the first record of the burst
+ * was written. While the burst goes on, the session refreshes its row (and so the anchored head)
+ * every `burstMs`; once it has been quiet for `burstMs` it settles the row: its exact state, no
+ * longer live. A row a crashed instance left live settles when a listing next asks its session.
+ *
+ * So a turn of a burst costs no Directory call at all, where it cost one call and one durable
+ * write of the Directory (docs/performance.md). Reports go out one at a time, in order, each
+ * rendering the session as it is when it is sent.
+ *
+ * Plain TypeScript over a `send` function; tested in test/node/session/directory-reports.test.ts.
+ * @internal
+ */
+import { LazyTimer } from "../lazy-timer.js";
+
+/** How close together two changes must come for the second to start a burst (and how long a burst's quiet end is). */
+export const DIRECTORY_BURST_MS = 1000;
+
+export interface DirectoryReportDeps {
+  /** Reports the session as it is now, its row live or not; rejects when the Directory did not take it. */
+  send: (live: boolean) => Promise<void>;
+  /** Whether an operation is running (a turn, a recovery): a burst does not end under one. */
+  busy: () => boolean;
+  /** Whether the session still exists (a deleted one reports nothing). */
+  exists: () => boolean;
+  burstMs?: number;
+  /** Epoch milliseconds (`Date.now` by default; in workerd it moves on between I/O events). */
+  now?: () => number;
+}
+
+export class DirectoryReports {
+  /** This instance made the row live and has not settled it since. */
+  private _live = false;
+  private _lastChangeMs = Number.NEGATIVE_INFINITY;
+  /** A change happened since the row was last refreshed. */
+  private _dirty = false;
+  private _queue: Promise<void> = Promise.resolve();
+  private readonly _timer = new LazyTimer(() => void this._tick());
+  private readonly _burstMs: number;
+  private readonly _now: () => number;
+
+  constructor(private readonly _d: DirectoryReportDeps) {
+    this._burstMs = _d.burstMs ?? DIRECTORY_BURST_MS;
+    this._now = _d.now ?? Date.now;
+  }
+
+  /** Whether the row is live as far as this instance knows (tests, and the running-turn report). */
+  get live(): boolean {
+    return this._live;
+  }
+
+  /**
+   * Before an operation writes: a change that follows the last one within the burst window makes
+   * the row live first (awaited, so a crash after the write still lists exactly). Never fails.
+   */
+  async beforeChange(): Promise<void> {
+    if (this._live || this._now() - this._lastChangeMs >= this._burstMs) return;
+    this._live = true;
+    this._dirty = false;
+    await this._report(true);
+    this._timer.set(this._now() + this._burstMs);
+  }
+
+  /**
+   * After an operation changed the session: reported at once (awaited) unless the row is live, in
+   * which case the next refresh carries it. Never fails: a missed report is repaired by the next.
+   */
+  async afterChange(): Promise<void> {
+    this._lastChangeMs = this._now();
+    if (this._live) {
+      this._dirty = true;
+      return;
+    }
+    await this._report(false);
+  }
+
+  /** A report now, whatever the row's state (a long-running turn's RUNNING), unless the row is live. */
+  async refresh(): Promise<void> {
+    if (!this._live) await this._report(false);
+  }
+
+  /**
+   * The first report of a new session: it must be in the Directory before the session is created
+   * (so it throws). It starts no burst: the usual Create then Exec is reported once per step.
+   */
+  async created(): Promise<void> {
+    await this._enqueue(false);
+  }
+
+  /**
+   * A listing asked this session for its state because its row is live. Unless this instance keeps
+   * it live (a burst is going on), the row was left so by an earlier instance: settle it.
+   */
+  listed(): void {
+    if (!this._live && !this._d.busy()) void this._report(false);
+  }
+
+  /** The storage was erased: nothing of the old session is reported again. */
+  forget(): void {
+    this._live = false;
+    this._dirty = false;
+    this._lastChangeMs = Number.NEGATIVE_INFINITY;
+  }
+
+  private async _tick(): Promise<void> {
+    if (!this._live) return;
+    if (!this._d.exists()) {
+      this._live = false;
+      return;
+    }
+    if (!this._d.busy() && this._now() - this._lastChangeMs >= this._burstMs) {
+      this._live = false;
+      this._dirty = false;
+      await this._report(false);
+      return;
+    }
+    // Still going: bring the row (and the anchored head) up to date, at most once a window.
+    if (this._dirty) {
+      this._dirty = false;
+      void this._report(true);
+    }
+    this._timer.set(this._now() + this._burstMs);
+  }
+
+  /** Sends a report after those already queued; a failure is swallowed (and a failed live mark forgotten). */
+  private async _report(live: boolean): Promise<void> {
+    await this._enqueue(live).catch(() => {
+      if (live) this._live = false;
+    });
+  }
+
+  private _enqueue(live: boolean): Promise<void> {
+    const sent = this._queue.then(() => (this._d.exists() ? this._d.send(live) : undefined));
+    this._queue = sent.catch(() => undefined);
+    return sent;
+  }
+}
