@@ -32,8 +32,6 @@ export interface DirectoryReportDeps {
   /** Whether the session still exists (a deleted one reports nothing). */
   exists: () => boolean;
   burstMs?: number;
-  /** Epoch milliseconds (`Date.now` by default; in workerd it moves on between I/O events). */
-  now?: () => number;
 }
 
 export class DirectoryReports {
@@ -45,11 +43,17 @@ export class DirectoryReports {
   private _queue: Promise<void> = Promise.resolve();
   private readonly _timer = new LazyTimer(() => void this._tick());
   private readonly _burstMs: number;
-  private readonly _now: () => number;
 
   constructor(private readonly _d: DirectoryReportDeps) {
     this._burstMs = _d.burstMs ?? DIRECTORY_BURST_MS;
-    this._now = _d.now ?? Date.now;
+  }
+
+  /**
+   * Epoch milliseconds, as LazyTimer keeps them (in workerd they move on between I/O events), not
+   * the session's injectable clock, which tests hold still.
+   */
+  private _now(): number {
+    return Date.now();
   }
 
   /** Whether the row is live as far as this instance knows (tests, and the running-turn report). */
