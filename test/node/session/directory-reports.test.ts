@@ -19,11 +19,12 @@ describe("DirectoryReports (fake clock)", () => {
     vi.useRealTimers();
   });
 
-  function reporter(o: { fail?: (live: boolean) => boolean; busy?: () => boolean; exists?: () => boolean } = {}) {
+  /** `deliver` runs as the Directory takes a report (a throw refuses it); `sent` lists those taken. */
+  function reporter(o: { deliver?: (live: boolean) => unknown; busy?: () => boolean; exists?: () => boolean } = {}) {
     const sent: boolean[] = [];
     const r = new DirectoryReports({
       send: async (live) => {
-        if (o.fail?.(live)) throw new Error("directory unavailable");
+        await o.deliver?.(live);
         sent.push(live);
       },
       busy: o.busy ?? (() => false),
@@ -89,7 +90,11 @@ describe("DirectoryReports (fake clock)", () => {
   });
 
   it("a live mark the Directory refused is forgotten: the change is then reported exactly", async () => {
-    const { r, sent, change } = reporter({ fail: (live) => live });
+    const { r, sent, change } = reporter({
+      deliver: (live) => {
+        if (live) throw new Error("directory unavailable");
+      },
+    });
     await change();
     await r.beforeChange();
     expect(r.live).toBe(false);
@@ -121,16 +126,13 @@ describe("DirectoryReports (fake clock)", () => {
     let releaseFirst!: () => void;
     const first = new Promise<void>((ok) => (releaseFirst = ok));
     let n = 0;
-    const r = new DirectoryReports({
-      send: async (live) => {
+    const { r } = reporter({
+      deliver: async (live) => {
         const i = n++;
         order.push(`start ${i} ${live}`);
         if (i === 0) await first;
         order.push(`end ${i}`);
       },
-      busy: () => false,
-      exists: () => true,
-      burstMs: 1000,
     });
     const a = r.afterChange();
     const b = r.beforeChange();
