@@ -107,10 +107,21 @@ function failureOf(payload: Uint8Array): Failure {
   return { ok: false, reason: f.reason, message: f.message };
 }
 
-/** How a reader wants its Exec stream: `endFrame`, closed with the end frame (see the top of this file). */
+/**
+ * How a reader wants its Exec stream: `endFrame`, closed with the end frame (see the top of this
+ * file); `whole`, the answer's first chunk is waited for (`FrameSink.start`), and an answer that
+ * ends within it comes back as bytes, with no stream to relay them.
+ */
 export interface FrameSinkOptions {
   endFrame?: boolean;
+  whole?: boolean;
 }
+
+/**
+ * How a stream starts for a `whole` reader: the whole answer when it ended before its first chunk
+ * was due, else the stream (which begins with that chunk).
+ */
+export type FrameStart = { whole: Uint8Array } | { frames: ReadableStream<Uint8Array> };
 
 /**
  * The producing side of an Exec stream: frames are queued as they happen and handed to the Worker
@@ -120,26 +131,48 @@ export interface FrameSinkOptions {
  * not one chunk per frame: each chunk costs the RPC stream, the Worker's relay, the HTTP response
  * and the client a step of their own, and a turn that runs without waiting (an echo turn) can
  * answer in one. A turn that waits (a provider's model call, a tool) streams what it committed
- * before the wait.
+ * before the wait. The stream itself is made only when a chunk goes out through it: an answer
+ * that a `whole` reader takes as bytes never needs one.
  */
 export class FrameSink {
-  readonly stream: ReadableStream<Uint8Array>;
-  private _ctl!: ReadableStreamDefaultController<Uint8Array>;
+  private _stream: ReadableStream<Uint8Array> | undefined;
+  private _ctl: ReadableStreamDefaultController<Uint8Array> | undefined;
   private _open = true;
   private _failed = false;
   private _held = false;
   private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pending: Uint8Array[] = [];
+  /** Chunks due before the stream was made: its first ones. */
+  private _early: Uint8Array[] = [];
+  private _due: (() => void) | undefined;
 
-  constructor(private readonly _o: FrameSinkOptions = {}) {
-    this.stream = new ReadableStream<Uint8Array>({
+  constructor(private readonly _o: FrameSinkOptions = {}) {}
+
+  get stream(): ReadableStream<Uint8Array> {
+    this._stream ??= new ReadableStream<Uint8Array>({
       start: (c) => {
-        this._ctl = c;
+        for (const chunk of this._early) c.enqueue(chunk);
+        this._early = [];
+        if (this._open) this._ctl = c;
+        else c.close();
       },
       cancel: () => {
         this._open = false;
       },
     });
+    return this._stream;
+  }
+
+  /**
+   * Waits until the first chunk is due (or the stream ended), then says how the stream starts: the
+   * whole answer as bytes when it ended, else the stream.
+   */
+  async start(): Promise<FrameStart> {
+    if (this._open && this._early.length === 0) await new Promise<void>((due) => (this._due = due));
+    if (this._open || this._stream) return { frames: this.stream };
+    const whole = this._early.length === 1 ? this._early[0]! : concatBytes(this._early);
+    this._early = [];
+    return { whole };
   }
 
   update(updateBytes: Uint8Array): void {
@@ -166,6 +199,8 @@ export class FrameSink {
     if (this._o.endFrame && !this._failed) this._pending.push(END_FRAME);
     this._flush();
     this._open = false;
+    this._wake();
+    if (!this._ctl) return;
     try {
       this._ctl.close();
     } catch {
@@ -190,10 +225,22 @@ export class FrameSink {
     const parts = this._pending;
     if (parts.length === 0 || !this._open) return;
     this._pending = [];
+    const chunk = parts.length === 1 ? parts[0]! : concatBytes(parts);
+    if (!this._ctl) {
+      this._early.push(chunk);
+      this._wake();
+      return;
+    }
     try {
-      this._ctl.enqueue(parts.length === 1 ? parts[0]! : concatBytes(parts));
+      this._ctl.enqueue(chunk);
     } catch {
       this._open = false;
     }
+  }
+
+  private _wake(): void {
+    const due = this._due;
+    this._due = undefined;
+    due?.();
   }
 }

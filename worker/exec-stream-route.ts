@@ -3,8 +3,9 @@
  * object's update frames (objects/exec-frames.ts) are forwarded as they arrive, byte for byte:
  * an update frame is laid out as a Connect / gRPC-Web data envelope. The object's failure frame
  * becomes the stream's error ending, its end frame the OK ending, and a stream that stops
- * mid-frame ends UNAVAILABLE. An answer that fits the object's first chunk (a turn that never
- * waited, such as an echo turn) goes as one body of known length; anything longer streams.
+ * mid-frame ends UNAVAILABLE. An answer that the object gave whole (a turn that never waited,
+ * such as an echo turn: objects/exec-frames.ts `FrameStart`), or that fits the stream's first
+ * chunk, goes as one body of known length; anything longer streams.
  * Connect-es would decode nothing here either (binary passthrough), but it pipes each message
  * through several async generators; this is the turn's hot path.
  *
@@ -20,6 +21,7 @@ import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { HostLimits } from "../objects/config.js";
 import { type Env, FrameDecoder } from "../objects/index.js";
+import type { FrameStart } from "../objects/exec-frames.js";
 import { type ExecRequest, ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { numberViolation } from "../proto/numbers.js";
 import type { HarnessResolver } from "../runtimes/builtin/index.js";
@@ -30,7 +32,7 @@ import { concatBytes } from "../proto/bytes.js";
 import { binaryStreamCall, streamEndOf } from "./record-stream-route.js";
 import type { DecodedMessages } from "./request-check.js";
 import { logRpc } from "./request-log.js";
-import { EXEC_CUT_SHORT, openExec } from "./sessions-service.js";
+import { EXEC_CUT_SHORT, openExecWhole } from "./sessions-service.js";
 
 /** The Exec answer, or undefined when the router should serve this request. */
 export async function serveBinaryExec(
@@ -76,15 +78,24 @@ export async function serveBinaryExec(
   const values = createContextValues();
   values.set(callerKey, caller);
   values.set(logFieldsKey, fields);
-  let frames: ReadableStream<Uint8Array>;
+  let start: FrameStart;
   try {
-    frames = await openExec(env, harnesses, limits, { values } as HandlerContext, request, call.payload);
+    start = await openExecWhole(env, harnesses, limits, { values } as HandlerContext, request, call.payload);
   } catch (e) {
     return fail(e);
   }
-
-  const reader = frames.getReader();
   const decoder = new FrameDecoder();
+  if ("whole" in start) {
+    // A turn that never waited (an echo turn): the object answered with all of it, no stream.
+    const { envelopes, failure, ended } = decoder.relay(start.whole);
+    if (envelopes) firstMessageMs = Date.now() - started;
+    const e = ended ? undefined : failure ? connectErrorFrom(failure) : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable);
+    const ending = streamEndOf(call.ending, e);
+    log(e?.code);
+    return new Response(envelopes ? concatBytes([envelopes, ending]) : ending, { status: 200, headers });
+  }
+
+  const reader = start.frames.getReader();
   /** The stream's end in the caller's protocol after `before` (the last envelopes), and its log line. */
   const finish = (e?: ConnectError, before?: Uint8Array): Piece => {
     const ending = streamEndOf(call.ending, e);

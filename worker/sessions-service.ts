@@ -22,6 +22,7 @@ import { mintSessionUid, parseSessionUid, type SessionUid } from "../proto/ids.j
 import { DEFAULT_HARNESS, servedBuiltins, unknownHarnessMessage, type HarnessResolver } from "../runtimes/builtin/index.js";
 import { hostConfig } from "../objects/config.js";
 import { directoryStub, failure, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
+import type { FrameStart } from "../objects/exec-frames.js";
 import { recordedIdentity } from "./auth/index.js";
 import { binaryPassthrough, logRecordWithEventBytes } from "../proto/passthrough.js";
 import { callerOf, noteSession, principalOf, wantsBinary } from "./context.js";
@@ -240,6 +241,22 @@ export async function openExec(
    */
   encoded?: Uint8Array,
 ): Promise<ReadableStream<Uint8Array>> {
+  const start = await openExecWhole(env, harnesses, limits, ctx, req, encoded);
+  return "frames" in start ? start.frames : wholeStream(start.whole);
+}
+
+/**
+ * openExec for a reader that takes a turn that ended at once as bytes (objects/exec-frames.ts
+ * `FrameStart`): the binary fast path. A session object of an older version answers with a stream.
+ */
+export async function openExecWhole(
+  env: Env,
+  harnesses: HarnessResolver,
+  limits: HostLimits,
+  ctx: HandlerContext,
+  req: ExecRequest,
+  encoded?: Uint8Array,
+): Promise<FrameStart> {
   if (req.inputs.length > limits.maxInputsPerExec) {
     throw new ConnectError(
       `an Exec carries at most ${limits.maxInputsPerExec} inputs, this one ${req.inputs.length}: split it into several turns`,
@@ -260,9 +277,18 @@ export async function openExec(
   const bytes = encoded && req.session === uid ? encoded : encodeBinary(ExecRequestSchema, { ...req, session: uid });
   const caller = callerOf(ctx);
   // Ends with the end frame: both readers of this stream (the router's exec, serveBinaryExec) know it.
-  const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true);
+  const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true, true);
   if (!start.ok) throw connectErrorFrom(start);
-  return start.frames;
+  return "whole" in start ? { whole: start.whole } : { frames: start.frames };
+}
+
+function wholeStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      c.enqueue(bytes);
+      c.close();
+    },
+  });
 }
 
 /**

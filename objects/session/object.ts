@@ -103,10 +103,11 @@ export class SessionObject extends DurableObject<Env> {
   /**
    * `requestId` tags this call's log lines, the turn's included (objects/request-context.ts);
    * `endFrame`: the stream closes with the end frame (objects/exec-frames.ts), which a Worker that
-   * asks for it can answer at once, without waiting to see the stream close.
+   * asks for it can answer at once, without waiting to see the stream close. `whole`: the call
+   * answers when the first chunk is due, with the whole answer as bytes if the turn ended by then.
    */
-  exec(request: Uint8Array, requestId = "", endFrame = false): Promise<ExecStart> {
-    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request), { endFrame }));
+  exec(request: Uint8Array, requestId = "", endFrame = false, whole = false): Promise<ExecStart> {
+    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request), { endFrame, whole }));
   }
 
   /** The tenant's limiter asks whether a turn it counts still runs (false once this object restarted). */

@@ -16,14 +16,15 @@ import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller
 import type { RecordObserver } from "../controller/turn-writer.js";
 import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
-import { FrameSink, type FrameSinkOptions } from "../exec-frames.js";
+import { FrameSink, type FrameSinkOptions, type FrameStart } from "../exec-frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { Runtime } from "../../runtimes/runtime-spi.js";
 import type { LiveTurn, SessionState } from "./state.js";
 
-export type ExecStart = { ok: true; frames: ReadableStream<Uint8Array> } | Failure;
+/** The turn's frames as a stream, or for a `whole` reader an answer that ended at once as bytes. */
+export type ExecStart = ({ ok: true } & FrameStart) | Failure;
 
 /**
  * One Exec. Routing errors come back before any frame; otherwise the stream's first frame is the
@@ -58,17 +59,17 @@ export async function startExec(s: SessionState, req: ExecRequest, stream: Frame
   out.update(updateBytes({ case: "session", value: s.render() }));
   if (req.deadlineUnix > 0n && BigInt(s.d.now()) >= req.deadlineUnix * 1000n) {
     out.fail(failure("deadline_exceeded", "deadline_unix is already in the past: nothing was run or written"));
-    return { ok: true, frames: out.stream };
+    return started(out, stream);
   }
   if (s.live) {
     out.fail(busy());
-    return { ok: true, frames: out.stream };
+    return started(out, stream);
   }
   if (req.inputs.length === 0 && meta.pending) {
     // An undecided gate: report it (a final session frame), touching neither compute nor the journal.
     out.update(updateBytes({ case: "session", value: s.render() }));
     out.close();
-    return { ok: true, frames: out.stream };
+    return started(out, stream);
   }
   // The guard is taken before the first await, so an overlapping call can never slip in.
   const live = s.takeGuard();
@@ -78,7 +79,12 @@ export async function startExec(s: SessionState, req: ExecRequest, stream: Frame
     return leased;
   }
   void runExec(s, live, req, name, out);
-  return { ok: true, frames: out.stream };
+  return started(out, stream);
+}
+
+/** The stream as its reader asked for it (objects/exec-frames.ts `FrameSinkOptions`). */
+async function started(out: FrameSink, o: FrameSinkOptions): Promise<ExecStart> {
+  return { ok: true, ...(o.whole ? await out.start() : { frames: out.stream }) };
 }
 
 /**

@@ -13,6 +13,7 @@ import { ExecRequestSchema, SessionSchema, Sessions } from "../../proto/gen/agen
 import { mintSessionUid } from "../../proto/ids.js";
 import { userText } from "../../proto/messages.js";
 import { FrameDecoder } from "../../objects/exec-frames.js";
+import type { ExecStart } from "../../objects/session/turns.js";
 import type { SessionObject } from "../../objects/session/object.js";
 import { INITIAL_STATES } from "../../objects/session/meta-store.js";
 import { packRecords, unpackRecords } from "../../objects/journal/record-pack.js";
@@ -22,9 +23,12 @@ function stubFor(uid: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));
 }
 
-async function readAll(frames: ReadableStream<Uint8Array>) {
+/** How many frames a turn's stream holds (the stream as a Worker that did not ask for `whole` gets it). */
+async function readAll(start: ExecStart) {
+  if (!start.ok) throw new Error(start.message);
+  if (!("frames" in start)) throw new Error("a turn came back whole to a reader that did not ask");
   const dec = new FrameDecoder();
-  const reader = frames.getReader();
+  const reader = start.frames.getReader();
   let n = 0;
   for (;;) {
     const { done, value } = await reader.read();
@@ -41,7 +45,7 @@ describe("SessionObject in workerd", () => {
     expect((await stub.create("default", uid, statics)).ok).toBe(true);
     const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("hi")] })));
     if (!start.ok) throw new Error(start.message);
-    expect(await readAll(start.frames)).toBe(6);
+    expect(await readAll(start)).toBe(6);
     const rows = await runInDurableObject(stub, (_o: SessionObject, state) =>
       state.storage.sql.exec<{ seq: number; hash: string; event: ArrayBuffer }>("SELECT seq, hex(hash) AS hash, event FROM events ORDER BY seq").toArray(),
     );
@@ -55,6 +59,12 @@ describe("SessionObject in workerd", () => {
     }
     const verified = await stub.audit(false);
     expect(verified.ok && verified.value.chain.ok).toBe(true);
+    // A Worker that asks for `whole` gets an echo turn that never waits as bytes: its updates and
+    // the end frame. (The turn that starts a burst waits on the Directory: objects/session/directory-reports.ts.)
+    await readAll(await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("again")] }))));
+    const whole = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("and again")] })), "", true, true);
+    if (!whole.ok || !("whole" in whole)) throw new Error("an echo turn did not come back whole");
+    expect(new FrameDecoder().push(whole.whole).map((f) => f.kind)).toEqual([...Array(6).fill("update"), "end"]);
   });
 
   it("get: an unknown uid answers not found and creates no tables", async () => {
@@ -103,7 +113,7 @@ describe("SessionObject in workerd", () => {
     for (let i = 0; i < 3; i++) {
       const turn = await parent.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText(`t${i}`)] })));
       if (!turn.ok) throw new Error(turn.message);
-      await readAll(turn.frames);
+      await readAll(turn);
     }
     const page = await parent.readPacked(1n, 15n, 1 << 20);
     if (!page.ok) throw new Error(page.message);
@@ -179,7 +189,7 @@ describe("SessionObject in workerd", () => {
     await stub.create("default", uid, toBinary(SessionSchema, create(SessionSchema, { metadata: { project: "del" }, harness: "echo" })));
     const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("bye")] })));
     if (!start.ok) throw new Error(start.message);
-    await readAll(start.frames);
+    await readAll(start);
     const deleted = await stub.delete("default");
     expect(deleted.ok).toBe(true);
     const left = await runInDurableObject(stub, (_o: SessionObject, state) => ({
@@ -202,7 +212,7 @@ describe("SessionObject in workerd", () => {
     );
     const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [], config })));
     if (!start.ok) throw new Error(start.message);
-    await readAll(start.frames);
+    await readAll(start);
     const kinds = () =>
       runInDurableObject(stub, (_o: SessionObject, state) =>
         state.storage.sql

@@ -175,6 +175,44 @@ describe("FrameSink", () => {
     expect(chunks).toEqual([encodeUpdateFrame(payloads[0]!), concatBytes([...payloads.slice(1).map(encodeUpdateFrame), END_FRAME])]);
   });
 
+  it("start: an answer that ends before its first chunk is due comes back whole, as bytes, with no stream", async () => {
+    const sink = new FrameSink({ endFrame: true, whole: true });
+    const started = sink.start();
+    sink.update(payloads[0]!);
+    // Promise callbacks are not a wait: the turn is still within its first chunk.
+    await Promise.resolve();
+    sink.update(payloads[1]!);
+    sink.close();
+    expect(await started).toEqual({ whole: concatBytes([encodeUpdateFrame(payloads[0]!), encodeUpdateFrame(payloads[1]!), END_FRAME]) });
+
+    const failing = new FrameSink({ endFrame: true, whole: true });
+    failing.update(payloads[2]!);
+    failing.fail({ ok: false, reason: "session_busy", message: "a turn is running" });
+    // Ended before start was asked: answered at once.
+    expect(await failing.start()).toEqual({ whole: concatBytes([encodeUpdateFrame(payloads[2]!), failure]) });
+  });
+
+  it("start: an answer that waits comes back as the stream, which begins with the chunk that was due", async () => {
+    const sink = new FrameSink({ endFrame: true, whole: true });
+    const started = sink.start();
+    sink.update(payloads[0]!);
+    sink.update(payloads[1]!);
+    const start = await started;
+    if (!("frames" in start)) throw new Error("a turn that waited came back whole");
+    sink.update(payloads[2]!);
+    await new Promise((ok) => setTimeout(ok, 0));
+    sink.update(payloads[3]!);
+    sink.close();
+    const chunks: Uint8Array[] = [];
+    const reader = start.frames.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+    expect(chunks).toEqual([
+      concatBytes([encodeUpdateFrame(payloads[0]!), encodeUpdateFrame(payloads[1]!)]),
+      encodeUpdateFrame(payloads[2]!),
+      concatBytes([encodeUpdateFrame(payloads[3]!), END_FRAME]),
+    ]);
+  });
+
   it("a reader that went away drops what is queued without failing the writer", async () => {
     const sink = new FrameSink();
     sink.update(payloads[1]!);

@@ -109,6 +109,7 @@ export async function drain(started: ExecStart | Promise<ExecStart>): Promise<{ 
   const dec = new FrameDecoder();
   const updates: ExecUpdate[] = [];
   let failure: Failure | undefined;
+  if (!("frames" in start)) throw new Error("a turn came back whole to a reader that did not ask");
   const reader = start.frames.getReader();
   for (;;) {
     const { done, value } = await reader.read();
