@@ -4,48 +4,65 @@
  *
  * A quiet session reports after every change, before the change answers, as it always has: a
  * caller who saw an operation end lists its new state, and the Directory anchors the new head.
- * A session running turns back to back (a change within `burstMs` of the one before) instead makes
- * its Directory row *live* once, before the change writes anything, and then stops reporting each
- * change: a listing asks a live row's session for its state (worker/sessions-service.ts), so it is
- * exact, and exact after a crash too, since the row was live before the first record of the burst
- * was written. While the burst goes on, the session refreshes its row (and so the anchored head)
- * every `burstMs`; once it has been quiet for `burstMs` it settles the row: its exact state, no
- * longer live. A row a crashed instance left live settles when a listing next asks its session.
+ * A session in use (a change within `burstMs` of the one before: turns back to back, or a chat
+ * whose next message comes within the window) instead makes its Directory row *live* once, before
+ * the change writes anything, and from then on reports no change before it answers: a listing
+ * asks a live row's session for its state (worker/sessions-service.ts), so it is exact, and exact
+ * after a crash too, since the row was live before the first record of the burst was written.
+ * The session brings the live row (and so the anchored head) up to date `refreshMs` after the
+ * first change it has not reported, off that change's path.
  *
- * So a turn of a burst costs no Directory call at all, where it cost one call and one durable
- * write of the Directory (docs/performance.md). Reports go out one at a time, in order, each
- * rendering the session as it is when it is sent.
+ * A live row is settled (its exact state, no longer live) by the listing that asks its session
+ * once the session has been quiet for `burstMs`, or by the first change of a later instance (one
+ * that did not make it live). No timer waits for the quiet end: a pending timer keeps a Durable
+ * Object in memory, and billed, however idle it is. The only timer is the refresh's.
+ *
+ * So a change in a burst costs its caller no Directory call at all, where it cost one call and one
+ * durable write of the Directory (docs/performance.md). Reports go out one at a time, in order,
+ * each rendering the session as it is when it is sent.
  *
  * Plain TypeScript over a `send` function; tested in test/node/session/directory-reports.test.ts.
  * @internal
  */
 import { LazyTimer } from "../lazy-timer.js";
 
-/** How close together two changes must come for the second to start a burst (and how long a burst's quiet end is). */
-export const DIRECTORY_BURST_MS = 1000;
+/**
+ * How close together two changes must come for the second to start a burst, and how long a
+ * session must have been quiet for a listing to settle its live row: long enough to cover a chat's
+ * next message or an agent's next step.
+ */
+export const DIRECTORY_BURST_MS = 10_000;
+
+/** How soon after a change in a burst the live row is brought up to date (its anchored head too). */
+export const DIRECTORY_REFRESH_MS = 1000;
 
 export interface DirectoryReportDeps {
   /** Reports the session as it is now, its row live or not; rejects when the Directory did not take it. */
   send: (live: boolean) => Promise<void>;
-  /** Whether an operation is running (a turn, a recovery): a burst does not end under one. */
+  /** Whether an operation is running (a turn, a recovery): a listing does not settle a row under one. */
   busy: () => boolean;
   /** Whether the session still exists (a deleted one reports nothing). */
   exists: () => boolean;
+  /** DIRECTORY_BURST_MS by default (0: every change reports). */
   burstMs?: number;
+  /** DIRECTORY_REFRESH_MS by default, never more than `burstMs`. */
+  refreshMs?: number;
 }
 
 export class DirectoryReports {
   /** This instance made the row live and has not settled it since. */
   private _live = false;
   private _lastChangeMs = Number.NEGATIVE_INFINITY;
-  /** A change happened since the row was last refreshed. */
+  /** A change happened since the row was last brought up to date. */
   private _dirty = false;
   private _queue: Promise<void> = Promise.resolve();
-  private readonly _timer = new LazyTimer(() => void this._tick());
+  private readonly _timer = new LazyTimer(() => this._refresh());
   private readonly _burstMs: number;
+  private readonly _refreshMs: number;
 
   constructor(private readonly _d: DirectoryReportDeps) {
     this._burstMs = _d.burstMs ?? DIRECTORY_BURST_MS;
+    this._refreshMs = Math.min(_d.refreshMs ?? DIRECTORY_REFRESH_MS, this._burstMs);
   }
 
   /**
@@ -70,16 +87,16 @@ export class DirectoryReports {
     this._live = true;
     this._dirty = false;
     await this._report(true);
-    this._timer.set(this._now() + this._burstMs);
   }
 
   /**
    * After an operation changed the session: reported at once (awaited) unless the row is live, in
-   * which case the next refresh carries it. Never fails: a missed report is repaired by the next.
+   * which case a refresh carries it shortly. Never fails: a missed report is repaired by the next.
    */
   async afterChange(): Promise<void> {
     this._lastChangeMs = this._now();
     if (this._live) {
+      if (!this._dirty) this._timer.set(this._lastChangeMs + this._refreshMs);
       this._dirty = true;
       return;
     }
@@ -100,11 +117,16 @@ export class DirectoryReports {
   }
 
   /**
-   * A listing asked this session for its state because its row is live. Unless this instance keeps
-   * it live (a burst is going on), the row was left so by an earlier instance: settle it.
+   * A listing asked this session for its state because its row is live. The row is settled unless
+   * an operation runs or this instance's burst is still within its window: a row an earlier
+   * instance left live, or a burst gone quiet, is not asked about again.
    */
   listed(): void {
-    if (!this._live && !this._d.busy()) void this._report(false);
+    if (this._d.busy()) return;
+    if (this._live && this._now() - this._lastChangeMs < this._burstMs) return;
+    this._live = false;
+    this._dirty = false;
+    void this._report(false);
   }
 
   /** The storage was erased: nothing of the old session is reported again. */
@@ -114,24 +136,15 @@ export class DirectoryReports {
     this._lastChangeMs = Number.NEGATIVE_INFINITY;
   }
 
-  private async _tick(): Promise<void> {
-    if (!this._live) return;
+  /** The live row brought up to date with the changes since it was last. */
+  private _refresh(): void {
+    if (!this._live || !this._dirty) return;
+    this._dirty = false;
     if (!this._d.exists()) {
       this._live = false;
       return;
     }
-    if (!this._d.busy() && this._now() - this._lastChangeMs >= this._burstMs) {
-      this._live = false;
-      this._dirty = false;
-      await this._report(false);
-      return;
-    }
-    // Still going: bring the row (and the anchored head) up to date, at most once a window.
-    if (this._dirty) {
-      this._dirty = false;
-      void this._report(true);
-    }
-    this._timer.set(this._now() + this._burstMs);
+    void this._report(true);
   }
 
   /** Sends a report after those already queued; a failure is swallowed (and a failed live mark forgotten). */

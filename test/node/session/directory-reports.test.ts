@@ -20,7 +20,7 @@ describe("DirectoryReports (fake clock)", () => {
   });
 
   /** `deliver` runs as the Directory takes a report (a throw refuses it); `sent` lists those taken. */
-  function reporter(o: { deliver?: (live: boolean) => unknown; busy?: () => boolean; exists?: () => boolean } = {}) {
+  function reporter(o: { deliver?: (live: boolean) => unknown; busy?: () => boolean; exists?: () => boolean; burstMs?: number; refreshMs?: number } = {}) {
     const sent: boolean[] = [];
     const r = new DirectoryReports({
       send: async (live) => {
@@ -29,7 +29,8 @@ describe("DirectoryReports (fake clock)", () => {
       },
       busy: o.busy ?? (() => false),
       exists: o.exists ?? (() => true),
-      burstMs: 1000,
+      burstMs: o.burstMs ?? 1000,
+      refreshMs: o.refreshMs,
     });
     const change = async () => {
       await r.beforeChange();
@@ -48,7 +49,7 @@ describe("DirectoryReports (fake clock)", () => {
     expect(r.live).toBe(false);
   });
 
-  it("a burst: the second change marks the row live before it writes, later changes report nothing, the quiet end settles it once", async () => {
+  it("a burst: the second change marks the row live before it writes, later changes report nothing, a refresh carries them", async () => {
     const { r, sent, change } = reporter();
     await change();
     await vi.advanceTimersByTimeAsync(10);
@@ -62,31 +63,57 @@ describe("DirectoryReports (fake clock)", () => {
     }
     expect(sent).toEqual([false, true]);
     expect(r.live).toBe(true);
-    // The first window ends with changes still coming: a refresh of the live row.
-    await vi.advanceTimersByTimeAsync(800);
+    // A refresh a second after the first change it had not reported, with all of them.
+    await vi.advanceTimersByTimeAsync(799);
+    expect(sent).toEqual([false, true]);
+    await vi.advanceTimersByTimeAsync(1);
     expect(sent).toEqual([false, true, true]);
-    // Quiet for a whole window: settled, exact.
-    await vi.advanceTimersByTimeAsync(2000);
+    // Nothing changed since: no timer, no report, however long it stays quiet.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sent).toEqual([false, true, true]);
+    expect(r.live).toBe(true);
+    // The listing that asks after the quiet window settles it, exact; the next change is quiet.
+    r.listed();
+    await vi.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([false, true, true, false]);
     expect(r.live).toBe(false);
-    // After the burst a change is quiet again.
     await change();
     expect(sent).toEqual([false, true, true, false, false]);
   });
 
-  it("a burst does not end while an operation runs", async () => {
-    let busy = false;
-    const { r, sent, change } = reporter({ busy: () => busy });
+  it("a chat's messages seconds apart: one live mark, then each refreshed a second after it, off its path", async () => {
+    const { r, sent, change } = reporter({ burstMs: 10_000, refreshMs: 1000 });
     await change();
-    await change();
-    busy = true;
-    await vi.advanceTimersByTimeAsync(5000);
-    // One refresh (the second change came after its live mark), then nothing while it runs.
+    expect(sent).toEqual([false]);
+    await vi.advanceTimersByTimeAsync(3000);
+    await r.beforeChange();
+    expect(sent).toEqual([false, true]);
+    await r.afterChange();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(sent).toEqual([false, true]);
+    await vi.advanceTimersByTimeAsync(1);
+    // The refresh carries the change: the anchored head trails it by a second at most.
     expect(sent).toEqual([false, true, true]);
+    for (let i = 0; i < 3; i++) {
+      await vi.advanceTimersByTimeAsync(3000);
+      await change();
+      // Nothing before the change answers...
+      expect(sent).toHaveLength(3 + i);
+      await vi.advanceTimersByTimeAsync(1000);
+      // ...and its refresh a second later.
+      expect(sent).toHaveLength(4 + i);
+    }
+    expect(sent.slice(3)).toEqual([true, true, true]);
+    // A listing within the window leaves the row live; one after it settles the row.
+    r.listed();
+    await vi.advanceTimersByTimeAsync(8999);
+    expect(sent).toHaveLength(6);
     expect(r.live).toBe(true);
-    busy = false;
-    await vi.advanceTimersByTimeAsync(1000);
-    expect(sent).toEqual([false, true, true, false]);
+    await vi.advanceTimersByTimeAsync(1);
+    r.listed();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent).toEqual([false, true, true, true, true, true, false]);
+    expect(r.live).toBe(false);
   });
 
   it("a live mark the Directory refused is forgotten: the change is then reported exactly", async () => {
@@ -102,9 +129,10 @@ describe("DirectoryReports (fake clock)", () => {
     expect(sent).toEqual([false, false]);
   });
 
-  it("listed: a row this instance does not keep live is settled; one it keeps live, or one under a running operation, is left", async () => {
+  it("listed: a row this instance does not keep live is settled; one in its burst window, or under a running operation, is left", async () => {
     let busy = false;
     const { r, sent, change } = reporter({ busy: () => busy });
+    // Live by an earlier instance's doing: this one settles it.
     r.listed();
     await vi.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([false]);
@@ -114,11 +142,19 @@ describe("DirectoryReports (fake clock)", () => {
     r.listed();
     await vi.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([false, false, true]);
+    // The refresh of the second change.
     await vi.advanceTimersByTimeAsync(1000);
+    expect(sent).toEqual([false, false, true, true]);
     busy = true;
     r.listed();
     await vi.advanceTimersByTimeAsync(0);
-    expect(sent).toEqual([false, false, true, false]);
+    expect(sent).toEqual([false, false, true, true]);
+    expect(r.live).toBe(true);
+    busy = false;
+    r.listed();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent).toEqual([false, false, true, true, false]);
+    expect(r.live).toBe(false);
   });
 
   it("reports leave one at a time, in the order they were made", async () => {
@@ -159,7 +195,7 @@ describe("DirectoryReports (fake clock)", () => {
 describe("SessionHost's Directory reports", () => {
   const stateOf = (session: Uint8Array) => decodeBinary(SessionSchema, session).execState;
 
-  it("exec: turns back to back cost one live mark, then no report each; the quiet end settles the row at the head", async () => {
+  it("exec: turns back to back cost one live mark, then no report each; a refresh brings the row to the head, a later listing settles it", async () => {
     const { host, reports } = setup({}, undefined, { directoryBurstMs: 150 });
     await createSession(host);
     await drain(host.exec(execReq({ inputs: [userText("first")] })));
@@ -169,13 +205,19 @@ describe("SessionHost's Directory reports", () => {
     ]);
     for (let i = 0; i < 10; i++) expect((await drain(host.exec(execReq({ inputs: [userText(`turn ${i}`)] })))).failure).toBeUndefined();
     // The live mark went out before the second turn wrote: the head it carries is the first turn's.
-    expect(reports.slice(2).map((r) => [r.headSeq, !!r.live, stateOf(r.session)])).toEqual([[5, true, ExecState.EXEC_RUNNING]]);
-    // The listing's answer for the live row is the session now.
+    expect(reports.slice(2, 3).map((r) => [r.headSeq, !!r.live, stateOf(r.session)])).toEqual([[5, true, ExecState.EXEC_RUNNING]]);
+    // The listing's answer for the live row is the session now; asked within the window, it stays live.
     const now = host.listing();
     expect(now.ok && now.value).toMatchObject({ lastSeq: 55n, execState: ExecState.EXEC_COMPLETED });
-    // Refreshed while the burst went on (at most once a window), then settled.
-    await waitFor(() => reports.length > 3 && !reports[reports.length - 1]!.live);
-    expect(reports.length).toBeLessThanOrEqual(5);
+    // Refreshed (still live) to the head after the last turn.
+    await waitFor(() => reports[reports.length - 1]!.headSeq === 55);
+    expect(reports.slice(2).every((r) => r.live)).toBe(true);
+    const refreshed = reports.length;
+    // Quiet for the window: nothing more is sent until a listing asks, and that one settles it.
+    await new Promise((ok) => setTimeout(ok, 200));
+    expect(reports).toHaveLength(refreshed);
+    host.listing();
+    await waitFor(() => reports.length > refreshed);
     const settled = reports[reports.length - 1]!;
     expect([settled.headSeq, !!settled.live, stateOf(settled.session)]).toEqual([55, false, ExecState.EXEC_COMPLETED]);
   });
