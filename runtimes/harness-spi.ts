@@ -32,6 +32,8 @@ export interface HarnessStart {
    * The journal before this execution's EXECUTION_START: every event, or, once the session has a
    * compaction point, that point (the summary's OUTPUT and its LIFECYCLE(BASELINE) marker) and the
    * events after the seq it covers. `compactionOf(history)` (runtimes/compaction.ts) reads it.
+   * The host's own array (the next turn's history grows it in place): read it during the turn,
+   * never change it or keep it past the turn.
    */
   history: Event[];
   /** This execution's inputs. */
@@ -53,6 +55,29 @@ export interface ModelRequest {
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;
 }
+
+/**
+ * Marks the first `length` entries of `messages` as sealed: from now on they are never replaced or
+ * removed, and the array only changes past them (a later seal of the same array may only reach
+ * further). A harness that hands the same array to `model` turn after turn, growing it, seals what
+ * it will not change again, and the host then continues its input hash from there instead of
+ * comparing the whole conversation on every call (objects/controller/input-hash.ts). A harness that
+ * does not seal loses nothing but that shortcut; one that seals and then changes a sealed entry
+ * gets a wrong ModelCall.input_hash.
+ */
+export function sealMessages(messages: readonly Message[], length: number): void {
+  if (length < 0 || length > messages.length || !Number.isInteger(length)) throw new RangeError(`cannot seal ${length} of ${messages.length} messages`);
+  const before = sealed.get(messages) ?? 0;
+  if (length < before) throw new RangeError(`${before} messages are already sealed: a seal only reaches further`);
+  sealed.set(messages, length);
+}
+
+/** How many leading entries of `messages` are sealed (sealMessages); 0 when none are. */
+export function sealedLength(messages: readonly Message[]): number {
+  return sealed.get(messages) ?? 0;
+}
+
+const sealed = new WeakMap<readonly Message[], number>();
 
 export interface ModelResponse {
   message: Message;

@@ -32,6 +32,8 @@ interface Loaded {
   bytes: number;
   /** Seqs run 1, 2, 3, ... with no gap (a tampered file may have one: then nothing is cached). */
   contiguous: boolean;
+  /** The last history handed out from the first event (list[0 .. its length)), grown in place by the next. */
+  handed?: Event[];
 }
 
 export class SessionCache {
@@ -85,7 +87,7 @@ export class SessionCache {
       const { markers, list } = loaded;
       let k = markers.length - 1;
       while (k >= 0 && markers[k]! >= end) k--;
-      return k < 0 ? list.slice(0, end) : historyAt(list, end, markers[k]!, markerAt(list, markers[k]!)!);
+      return k < 0 ? prefixOf(loaded, end) : historyAt(list, end, markers[k]!, markerAt(list, markers[k]!)!);
     }
     const journal = this._journal();
     let tail: LoggedEvent[] = [];
@@ -166,6 +168,20 @@ export class SessionCache {
     this._loaded = undefined;
     this._tooLarge = true;
   }
+}
+
+/**
+ * list[0 .. end): the last one handed out grown in place when it is a prefix of this one (a turn's
+ * history is the last turn's plus that turn's records), so a turn does not copy the whole journal.
+ * The previous turn's harness is done with its history by then; an earlier point gets a copy.
+ */
+function prefixOf(loaded: Loaded, end: number): Event[] {
+  const { list, handed } = loaded;
+  if (handed && handed.length <= end) {
+    for (let i = handed.length; i < end; i++) handed.push(list[i]!);
+    return handed;
+  }
+  return (loaded.handed = list.slice(0, end));
 }
 
 /** Notes the list's last event if it is a compaction marker. */

@@ -39,7 +39,7 @@ import {
 import { HarnessDescriptorSchema, Resumability } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { textMessage, textOf } from "../../proto/messages.js";
 import { compactionOf } from "../compaction.js";
-import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
+import { type EventSink, type Harness, type HarnessStart, sealMessages } from "../harness-spi.js";
 
 export interface ChatTool {
   name: string;
@@ -238,10 +238,11 @@ export function parseChatConfig(bytes: Uint8Array): ChatConfig {
 async function compacted(start: HarnessStart, sink: EventSink, config: ChatConfig): Promise<Message[] | undefined> {
   const budget = config.max_history_tokens;
   if (budget === undefined || !sink.compact || start.history.length === 0) return undefined;
-  const { messages, open } = historyConversation(start.history);
-  const past = [...messages, ...unanswered(new Map(open))];
+  const chain = chainOf(start.history, config.system_prompt || undefined);
+  const head = chain.system === undefined ? 0 : 1;
+  const past = chain.messages.slice(head, chain.sealed).concat(unanswered(new Map(chain.open)));
   if (estimateTokens(past) <= budget) return undefined;
-  const system = config.system_prompt ? [textMessage("system", config.system_prompt)] : [];
+  const system = chain.messages.slice(0, head);
   const res = await sink.compact({ model: config.model ?? "", messages: [...system, ...past, textMessage("user", COMPACTION_PROMPT)] });
   return [...system, summaryMessage(res.message), ...start.inputs];
 }
@@ -288,54 +289,72 @@ export function estimateTokens(messages: readonly Message[]): number {
   return total;
 }
 
-/** System prompt, then the prior conversation in journal order, then this turn's inputs once. */
+/**
+ * System prompt, then the prior conversation in journal order, then this turn's inputs once. The
+ * array is the conversation's chain (below), grown in place: what the history says is sealed
+ * (runtimes/harness-spi.ts `sealMessages`), and the turn's own messages follow it until the next
+ * turn continues the chain. Only this turn may use it.
+ */
 export function conversation(start: HarnessStart, config: ChatConfig): Message[] {
-  const system = config.system_prompt ? [textMessage("system", config.system_prompt)] : [];
-  const { messages, open } = historyConversation(start.history);
-  // concat, not push(...): a long session's messages are more arguments than a call can take.
-  return system.concat(messages, unanswered(new Map(open)), start.inputs);
-}
-
-/** The conversation a history says (before any trailing unanswered calls), and the calls still open. */
-interface Built {
-  /** How many history events it was built from. */
-  length: number;
-  messages: Message[];
-  open: Map<string, string>;
+  const chain = chainOf(start.history, config.system_prompt || undefined);
+  const messages = chain.messages;
+  for (const m of unanswered(new Map(chain.open))) messages.push(m);
+  for (const m of start.inputs) messages.push(m);
+  return messages;
 }
 
 /**
- * The last conversation built, keyed by the last history event it was built from. A session's
- * next turn hands the same history event objects plus its new ones (the host keeps them:
+ * A session's conversation as its turns build it, one array grown in place. Its first `sealed`
+ * entries are the system prompt (if any) and what the history says, built from `length` history
+ * events; they never change. Past them the last turn's inputs and its steps' messages, cut off
+ * when the next turn continues the chain.
+ */
+interface Chain {
+  messages: Message[];
+  sealed: number;
+  length: number;
+  open: Map<string, string>;
+  system: string | undefined;
+}
+
+/**
+ * The last chain built, keyed by the last history event it was built from. A session's next turn
+ * hands the same history event objects plus its new ones (the host keeps them:
  * objects/session/session-cache.ts), so its conversation continues from there instead of being
  * rebuilt from the first record each turn (issue 12). Only the latest entry of a chain is kept.
  */
-const built = new WeakMap<Event, Built>();
+const chains = new WeakMap<Event, Chain>();
 
 /** How far back from a history's end a previous turn's last event is looked for. */
 const LOOK_BACK = 4096;
 
-function historyConversation(history: readonly Event[]): { messages: readonly Message[]; open: ReadonlyMap<string, string> } {
-  // A history that starts at a compaction point starts with its summary (runtimes/compaction.ts).
-  const point = compactionOf(history);
-  let from = point ? 2 : 0;
-  let messages: Message[] = point ? [summaryMessage(point.summary)] : [];
-  let open = new Map<string, string>();
+function chainOf(history: readonly Event[], system: string | undefined): Chain {
+  let chain: Chain | undefined;
   for (let i = history.length - 1; i >= 0 && i >= history.length - LOOK_BACK; i--) {
-    const prev = built.get(history[i]!);
+    const prev = chains.get(history[i]!);
     if (prev && prev.length === i + 1) {
-      if (prev.length === history.length) return prev;
-      from = prev.length;
-      messages = prev.messages.slice();
-      open = new Map(prev.open);
-      built.delete(history[i]!);
+      chains.delete(history[i]!);
+      // A turn whose config changed the system prompt starts a chain of its own.
+      if (prev.system === system) chain = prev;
       break;
     }
   }
-  for (let i = from; i < history.length; i++) conversational(history[i]!, open, messages);
+  if (!chain) {
+    // A history that starts at a compaction point starts with its summary (runtimes/compaction.ts).
+    const point = compactionOf(history);
+    const messages = system === undefined ? [] : [textMessage("system", system)];
+    if (point) messages.push(summaryMessage(point.summary));
+    chain = { messages, sealed: messages.length, length: point ? 2 : 0, open: new Map(), system };
+  }
+  // The previous turn's own messages go: the history now says what became of them.
+  chain.messages.length = chain.sealed;
+  for (let i = chain.length; i < history.length; i++) conversational(history[i]!, chain.open, chain.messages);
+  chain.length = history.length;
+  chain.sealed = chain.messages.length;
+  sealMessages(chain.messages, chain.sealed);
   const last = history[history.length - 1];
-  if (last) built.set(last, { length: history.length, messages, open });
-  return { messages, open };
+  if (last) chains.set(last, chain);
+  return chain;
 }
 
 /** INPUT and OUTPUT messages; a TOOL_RESULT only when it answers a tool call the model made. */

@@ -17,7 +17,7 @@ import {
 } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
 import { assistantText, textMessage, userText } from "../../../proto/messages.js";
-import type { EventSink, HarnessStart, ModelRequest } from "../../../runtimes/harness-spi.js";
+import { type EventSink, type HarnessStart, type ModelRequest, sealedLength } from "../../../runtimes/harness-spi.js";
 import { conversation, createChatHarness } from "../../../runtimes/builtin/chat.js";
 
 /** A sink that records every call and answers model calls with a fixed assistant text. */
@@ -239,6 +239,27 @@ describe("chat conversation, continued turn by turn", () => {
       const rebuilt = conversation(start(fresh(events)), config);
       expect(continued.map((m) => toJson(MessageSchema, m))).toEqual(rebuilt.map((m) => toJson(MessageSchema, m)));
     }
+  });
+
+  it("conversation: the next turn continues the same array, what its history says sealed, the last turn's own messages replaced", () => {
+    const history: Event[] = [ev.input("e1", "q1"), ev.output("e1", "a1")];
+    const first = conversation(start(history.slice(), [userText("q2")]), { system_prompt: "be brief" });
+    expect(transcript(first)).toEqual(["system: be brief", "user: q1", "assistant: a1", "user: q2"]);
+    expect(sealedLength(first)).toBe(3);
+    // The turn's steps push onto it (a tool step); the journal then records the turn differently.
+    first.push(assistantText("a step the next turn's history does not say"));
+    history.push(ev.input("e2", "q2"), ev.output("e2", "a2"));
+    const second = conversation(start(history.slice(), [userText("q3")]), { system_prompt: "be brief" });
+    expect(second).toBe(first);
+    expect(transcript(second)).toEqual(["system: be brief", "user: q1", "assistant: a1", "user: q2", "assistant: a2", "user: q3"]);
+    expect(sealedLength(second)).toBe(5);
+    // The same turn again (a recovery in the same object) gets the same conversation.
+    expect(transcript(conversation(start(history.slice(), [userText("q3")]), { system_prompt: "be brief" }))).toEqual(transcript(second));
+    // A changed system prompt starts a chain of its own.
+    const other = conversation(start(history.slice(), [userText("q3")]), { system_prompt: "be long" });
+    expect(other).not.toBe(second);
+    expect(transcript(other)[0]).toBe("system: be long");
+    expect(transcript(other).slice(1)).toEqual(transcript(second).slice(1));
   });
 
   it("conversation: a session of 300,000 messages without compaction is handed whole (more than a call's arguments)", () => {

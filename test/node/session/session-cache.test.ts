@@ -182,6 +182,33 @@ describe("the session's in-memory journal", () => {
     expect(small.range(2n, 4n)).toEqual(stored.slice(1, 4));
   });
 
+  it("cache: a turn's history grows the last one handed out in place; an earlier point gets a copy and leaves it be", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const turn = (id: string) => [
+      ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n } }),
+      ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText(`in ${id}`) }),
+      ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText(`out ${id}`) }),
+      ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+    ];
+    const stored = () => s.journal.read(1n, 0n, 10_000).map((x) => fromBinary(EventSchema, x.event));
+    inject(fx.host, turn("a"));
+    const first = s.cache.history(s.journal.head().seq);
+    expect(first).toEqual(stored());
+    inject(fx.host, turn("b"));
+    const second = s.cache.history(s.journal.head().seq);
+    expect(second).toBe(first);
+    expect(second).toEqual(stored());
+    const early = s.cache.history(2n);
+    expect(early).not.toBe(second);
+    expect(early).toEqual(stored().slice(0, 2));
+    expect(second).toEqual(stored());
+    // The next turn's history after that earlier point grows from it, and is whole.
+    inject(fx.host, turn("c"));
+    expect(s.cache.history(s.journal.head().seq)).toEqual(stored());
+  });
+
   it("cache: over its byte budget, history and latestOpen read back only as far as they need and say what the kept cache says", async () => {
     const fx = setup();
     await createSession(fx.host);
