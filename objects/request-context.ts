@@ -13,6 +13,7 @@
  * Test: test/node/session/request-context.test.ts.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { writeLogLine } from "./log-line.js";
 
 /** The phases of an RPC's work in a session object, as named in the log lines. */
 export type Phase = "admission" | "placement" | "model" | "tool" | "append";
@@ -69,7 +70,8 @@ export async function timePhase<T>(phase: Phase, f: () => Promise<T>, o: PhaseOp
     const t = ctx.totals.get(phase) ?? { count: 0, ms: 0 };
     ctx.totals.set(phase, { count: t.count + 1, ms: t.ms + ms });
     const line: PhaseLine = { level: "info", msg: "phase", request_id: ctx.requestId, phase, duration_ms: ms, outcome };
-    (o.log ?? ((l) => console.log(JSON.stringify(l))))(line);
+    if (o.log) o.log(line);
+    else writeLogLine(line as unknown as Record<string, unknown>);
   }
 }
 

@@ -10,6 +10,7 @@
  * and, from a page on another origin in Chromium, test/node/integration/cors-browser.test.ts.
  */
 import { cors } from "@connectrpc/connect";
+import { writeLogLine } from "../objects/log-line.js";
 
 /** Chromium caps a cached preflight at two hours (Firefox at a day): the most that is honoured everywhere. */
 export const PREFLIGHT_MAX_AGE_SECONDS = 7200;
@@ -104,14 +105,12 @@ export async function serveWithCors(raw: string | undefined, req: Request, next:
   if (!cached || cached.raw !== raw) {
     cached = { raw, policy: corsPolicyFromVar(raw) };
     if (cached.policy.ignored.length > 0) {
-      console.log(
-        JSON.stringify({
-          level: "warn",
-          msg: "config",
-          ignored: ["CORS_ALLOWED_ORIGINS"],
-          detail: "entries that are not an origin (scheme://host[:port]) are ignored; fix the variable",
-        }),
-      );
+      writeLogLine({
+        level: "warn",
+        msg: "config",
+        ignored: ["CORS_ALLOWED_ORIGINS"],
+        detail: "entries that are not an origin (scheme://host[:port]) are ignored; fix the variable",
+      });
     }
   }
   const policy = cached.policy;

@@ -8,6 +8,7 @@ import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { whenEnded } from "./call-end.js";
 import { callerKey } from "./context.js";
 import { internalError } from "./errors.js";
+import { writeLogLine } from "../objects/log-line.js";
 
 export const classifyFaults: Interceptor = (next) => async (req) => {
   const requestId = req.contextValues.get(callerKey).requestId;
@@ -28,6 +29,6 @@ export function classifyFault(e: unknown, requestId: string, operation: string):
           ?.trim()
           .slice(0, 200) ?? "")
       : "";
-  console.log(JSON.stringify({ level: "error", msg: "fault", request_id: requestId, operation, fault, at }));
+  writeLogLine({ level: "error", msg: "fault", request_id: requestId, operation, fault, at });
   return internalError(e);
 }

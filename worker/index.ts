@@ -13,6 +13,7 @@ import { serveBench } from "./bench.js";
 import { serveWithCors } from "./cors.js";
 import { serveUi } from "./ui.js";
 import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
+import { writeLogLine } from "../objects/log-line.js";
 
 export { SessionObject, Directory, BenchObject, HarnessTunnel, TenantLimiter } from "../objects/index.js";
 
@@ -63,7 +64,7 @@ function loggedGuards(env: Env): LimitGuards {
   const l = g.limits;
   if (l.ignored.length > 0) {
     const detail = "not a positive whole number (0 allowed for MAX_CONCURRENT_EXECS and RATE_LIMIT_PER_SECOND): the default applies; fix the variable";
-    console.log(JSON.stringify({ level: "warn", msg: "config", ignored: l.ignored, detail }));
+    writeLogLine({ level: "warn", msg: "config", ignored: l.ignored, detail });
   }
   return g;
 }

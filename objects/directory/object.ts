@@ -17,6 +17,7 @@ import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } f
 import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./retention-sweep.js";
 import { sessionStub, type Env } from "../env.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
+import { writeLogLine } from "../log-line.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
@@ -140,7 +141,7 @@ export class Directory extends DurableObject<Env> {
       remove: (tenant, uid) => this._remove(tenant, uid),
     });
     // Counts only: uids and projects are tenant data, not log material.
-    console.log(JSON.stringify({ level: "info", msg: "retention sweep", deleted: r.deleted.length, refused: r.refused.length, more: r.more }));
+    writeLogLine({ level: "info", msg: "retention sweep", deleted: r.deleted.length, refused: r.refused.length, more: r.more });
     if (r.more) await this._wake(Date.now() + settings.batchPauseMs);
     else if (this._retention.all().length > 0) await this._wake(Date.now() + settings.sweepMs);
   }

@@ -30,6 +30,7 @@ import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
 import { isMemoryTier } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { PlacingRuntime, SessionState } from "./state.js";
+import { writeLogLine } from "../log-line.js";
 
 /** What a memory fork's clone step did: the seq of the parent's checkpoint (its SUSPEND). */
 export interface ForkClone {
@@ -147,7 +148,7 @@ async function stopChildren(s: SessionState, rt: PlacingRuntime, children: reado
   const results = await Promise.allSettled(children.map((id) => rt.stop({ id, worker: "", address: "", runtime: rt.name, fence: 0n })));
   const left = children.filter((_, i) => results[i]!.status === "rejected");
   if (left.length > 0) {
-    (s.d.log ?? ((l) => console.log(JSON.stringify(l))))({ level: "error", msg: "fork teardown", component: "placer", session: s.uid, left });
+    (s.d.log ?? writeLogLine)({ level: "error", msg: "fork teardown", component: "placer", session: s.uid, left });
   }
 }
 

@@ -17,6 +17,7 @@ import type { DescribeHarness, DescribedHarness } from "../controller/identity.j
 import { currentRequestId } from "../request-context.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import type { ServedHarness, SessionState } from "./state.js";
+import { writeLogLine } from "../log-line.js";
 
 /** How long admission waits for a harness to describe itself (docs/behaviour.md §6.1). */
 export const DESCRIBE_TIMEOUT_MS = 10_000;
@@ -149,7 +150,7 @@ export class Placement {
       runtime: p.runtime,
       duration_ms: this._s.d.now() - p.startedMs,
     };
-    (this._s.d.log ?? ((l) => console.log(JSON.stringify(l))))(line);
+    (this._s.d.log ?? writeLogLine)(line);
   }
 
   /** CanPlace (docs/contract.md §6.1): a memory-snapshot harness needs a runtime that takes them. */

@@ -92,7 +92,7 @@ export interface SessionHostDeps {
   follow?: FollowLimits;
   /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
   cacheMaxBytes?: number;
-  /** Where structured log lines go (one JSON object each); console.log by default. */
+  /** Where structured log lines go (one JSON object each); the console by default (objects/log-line.ts). */
   log?: (line: Record<string, unknown>) => void;
   /**
    * The tenant's count of running executions (objects/limits): a turn takes a slot before it runs

@@ -22,6 +22,7 @@ import { ownSuspendRef, runsOnRestoredMemory } from "./memory-restore.js";
 import { failure, success, type Failure, type Outcome } from "./outcomes.js";
 import type { Runtime } from "../../runtimes/runtime-spi.js";
 import type { LiveTurn, SessionState } from "./state.js";
+import { writeLogLine } from "../log-line.js";
 
 /** The turn's frames as a stream, or for a `whole` reader an answer that ended at once as bytes. */
 export type ExecStart = ({ ok: true } & FrameStart) | Failure;
@@ -258,7 +259,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
       await s.placement.pauseWarm(admitted.value.served);
     }
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e }));
+    writeLogLine({ level: "error", msg: "turn crashed", error: e instanceof Error ? e.name : typeof e });
     result = failure("internal", "internal error while running the turn; the journal is intact and Resume can recover it");
   } finally {
     stopDeadline();

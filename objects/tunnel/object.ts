@@ -21,6 +21,7 @@ import { TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
 import type { Env } from "../env.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
 import { TunnelStore } from "./tunnel-store.js";
+import { writeLogLine } from "../log-line.js";
 
 const TOKEN_TTL_MS = 10 * 60_000;
 
@@ -225,7 +226,7 @@ export class HarnessTunnel extends DurableObject<Env> {
     this._send(ws, { case: "error", value: { code: 3, message } });
     ws.close(1008, message.slice(0, 120));
     void this._lost(ws);
-    console.log(JSON.stringify({ level: "info", msg: "tunnel protocol error", harness: a.name, connection: a.conn }));
+    writeLogLine({ level: "info", msg: "tunnel protocol error", harness: a.name, connection: a.conn });
   }
 
   private _session(name: string) {

@@ -154,7 +154,10 @@ describe("SessionObject in workerd", () => {
 
   it("request id: the Worker's rpc line and the session object's placement line of one Exec share it (checklist §8.17 #155)", async () => {
     const lines: string[] = [];
-    const spy = vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    // Every method: each line goes out through the one of its level (objects/log-line.ts).
+    const spies = (["log", "info", "warn", "error", "debug"] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation((l: unknown) => void lines.push(String(l))),
+    );
     try {
       const transport = createConnectTransport({
         baseUrl: "http://127.0.0.1",
@@ -169,7 +172,7 @@ describe("SessionObject in workerd", () => {
       const s = await client.createSession({ session: { metadata: { name: "correlated" } } });
       for await (const _ of client.exec({ session: s.metadata!.uid, inputs: [userText("hi")] })) void _;
     } finally {
-      spy.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     }
     const parsed = lines.flatMap((l) => {
       try {

@@ -143,12 +143,14 @@ describe("docs/observability.md", () => {
 
   it("the request line: the documented fields are exactly those logRpc writes, for a unary call and a stream", () => {
     const lines: Record<string, unknown>[] = [];
-    const spy = vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(JSON.parse(String(l)) as Record<string, unknown>));
+    const spies = (["info", "error"] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation((l: unknown) => void lines.push(JSON.parse(String(l)) as Record<string, unknown>)),
+    );
     try {
       logRpc({ requestId: "r", tenant: "t", session: "s", operation: "GetSession", code: undefined, durationMs: 1 });
       logRpc({ requestId: "r", tenant: "t", session: "s", operation: "Exec", code: Code.Internal, durationMs: 9, firstMessageMs: 2 });
     } finally {
-      spy.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     }
     const documented = fieldsOf("field").slice(0, 9);
     expect(Object.keys(lines[1]!)).toEqual(documented);

@@ -23,13 +23,16 @@ afterEach(() => {
 
 function capture(): Record<string, unknown>[] {
   const lines: Record<string, unknown>[] = [];
-  vi.spyOn(console, "log").mockImplementation((l: unknown) => {
-    try {
-      lines.push(JSON.parse(String(l)) as Record<string, unknown>);
-    } catch {
-      // not a structured line
-    }
-  });
+  // Every method: a line goes out through the one of its level (objects/log-line.ts).
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) {
+    vi.spyOn(console, method).mockImplementation((l: unknown) => {
+      try {
+        lines.push(JSON.parse(String(l)) as Record<string, unknown>);
+      } catch {
+        // not a structured line
+      }
+    });
+  }
   return lines;
 }
 

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { EventKind, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { classifyFaults } from "../../../worker/faults.js";
+import { captureConsole, texts } from "../support/console-lines.js";
 
 const SECRET = "sk-live-do-not-log";
 
@@ -40,8 +41,7 @@ afterEach(() => {
 
 describe("classifyFaults", () => {
   it('a plain Error is INTERNAL "internal error", unary and mid-stream, and its message is not logged', async () => {
-    const lines: string[] = [];
-    vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    const captured = captureConsole();
     const client = clientThatThrows(() => {
       throw new TypeError(`SQLITE_ERROR: no such table: events (value ${SECRET})`);
     });
@@ -59,6 +59,9 @@ describe("classifyFaults", () => {
     expect(streamed?.code).toBe(Code.Internal);
     expect(streamed?.rawMessage).toBe("internal error");
 
+    const lines = texts(captured);
+    // A fault is an error line, written with console.error (objects/log-line.ts).
+    expect(captured.filter((l) => l.text.includes('"msg":"fault"')).map((l) => l.method)).toEqual(["error", "error"]);
     const faults = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((l) => l.msg === "fault");
     expect(faults.map((f) => [f.operation, f.fault, f.level])).toEqual([
       ["GetSession", "TypeError", "error"],
@@ -69,13 +72,13 @@ describe("classifyFaults", () => {
   });
 
   it("a ConnectError passes through unchanged and logs no fault", async () => {
-    const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const captured = captureConsole();
     const client = clientThatThrows(() => {
       throw new ConnectError("session sess-1 not found", Code.NotFound);
     });
     const err = await errorOf(client.getSession({ uid: "x" }));
     expect(err?.code).toBe(Code.NotFound);
     expect(err?.rawMessage).toBe("session sess-1 not found");
-    expect(log).not.toHaveBeenCalled();
+    expect(captured).toEqual([]);
   });
 });

@@ -12,6 +12,7 @@ import type { TenantId } from "../../../proto/ids.js";
 import { userText } from "../../../proto/messages.js";
 import { callerKey, noteSession } from "../../../worker/context.js";
 import { requestLog } from "../../../worker/request-log.js";
+import { captureConsole, texts } from "../support/console-lines.js";
 import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
 
 const INPUT = "input-text-do-not-log";
@@ -54,8 +55,7 @@ afterEach(() => {
 
 describe("request log", () => {
   it("request log (checklist §8.17 #155): one line per RPC under the request id; caller errors are INFO, faults ERROR; no input or config", async () => {
-    const lines: string[] = [];
-    vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    const captured = captureConsole();
     const c = client();
     const config = new TextEncoder().encode(CONFIG);
     for await (const _ of c.exec({ session: "s-1", inputs: [userText(INPUT)], config })) void _;
@@ -66,6 +66,7 @@ describe("request log", () => {
     await c.resume({ session: "s-1" }).catch(() => undefined);
     await c.fork({ session: "s-1", identity: { principal: PRINCIPAL, subject: PRINCIPAL } }).catch(() => undefined);
 
+    const lines = texts(captured);
     const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(parsed.map((l) => [l.operation, l.outcome, l.level, l.session])).toEqual([
       ["Exec", "ok", "info", "s-1"],
@@ -82,12 +83,11 @@ describe("request log", () => {
   });
 
   it("request log: a stream's line has first_message_ms (no later than its end); a unary call's has none", async () => {
-    const lines: string[] = [];
-    vi.spyOn(console, "log").mockImplementation((l: unknown) => void lines.push(String(l)));
+    const captured = captureConsole();
     const c = client();
     for await (const _ of c.exec({ session: "s-1", inputs: [] })) void _;
     await c.resume({ session: "s-1" }).catch(() => undefined);
-    const [exec, resume] = lines.map((l) => JSON.parse(l) as Record<string, number | string>);
+    const [exec, resume] = texts(captured).map((l) => JSON.parse(l) as Record<string, number | string>);
     expect(typeof exec!.first_message_ms).toBe("number");
     expect(exec!.first_message_ms as number).toBeLessThanOrEqual(exec!.duration_ms as number);
     expect(resume).not.toHaveProperty("first_message_ms");
