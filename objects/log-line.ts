@@ -3,7 +3,7 @@
  * written with the console method that matches its `level` field. The method is what the platform
  * files a line under: Workers Logs' level, `wrangler tail`, and `wrangler dev --log-level` (at
  * `warn`, which the test servers use, a line written with `console.log` is not shown at all, so an
- * `error` line written that way would be hidden exactly where it is needed).
+ * `error` line written that way would be hidden exactly where it is needed: docs/platform.md P19).
  */
 
 /** The console method for a line's `level`: `error`, `warn`, `debug`, else `info`. */
