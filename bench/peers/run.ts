@@ -8,7 +8,7 @@
  * plus the transport floors. It is a benchmark: it asserts nothing, and no test runs it.
  *
  * Levels are env vars: PEERS_FRESH_ROUNDS (8), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
- * level), PEERS_LEVEL_TURNS (21 measured turns per level), PEERS_PARALLEL (16 sessions),
+ * level), PEERS_LEVEL_TURNS (9 measured turns per level), PEERS_PARALLEL (16 sessions),
  * PEERS_PARALLEL_TURNS (30 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
  * PEERS_FLOOR_SAMPLES (200).
  */
@@ -41,7 +41,7 @@ const cfg = {
     .map((s) => Number(s.trim()))
     .filter((n) => n > 0)
     .sort((a, b) => a - b),
-  levelTurns: whole("PEERS_LEVEL_TURNS", 21),
+  levelTurns: whole("PEERS_LEVEL_TURNS", 9),
   parallel: whole("PEERS_PARALLEL", 16),
   parallelTurns: whole("PEERS_PARALLEL_TURNS", 30),
   parallelRounds: whole("PEERS_PARALLEL_ROUNDS", 3),
