@@ -16,7 +16,7 @@ export function writeLogText(level: unknown, json: string): void {
   console[consoleMethodOf(level)](json);
 }
 
-/** Writes one structured line at its own `level`. */
+/** Writes one structured line (an object of JSON fields) at its own `level`. */
 export function writeLogLine(line: Record<string, unknown>): void {
   writeLogText(line.level, JSON.stringify(line));
 }

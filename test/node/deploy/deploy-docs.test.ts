@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { timePhase, withRequestId, type PhaseLine } from "../../../objects/request-context.js";
 import { ROOT } from "../../../scripts/dev-server.js";
 import { logRpc } from "../../../worker/request-log.js";
+import { captureConsole, structured } from "../support/console-lines.js";
 
 const run = promisify(execFile);
 const read = (p: string) => readFileSync(join(ROOT, p), "utf8");
@@ -142,16 +143,14 @@ describe("docs/observability.md", () => {
   const fieldsOf = (first: string) => tableRows(observabilityDoc, first).map((r) => r[0]!);
 
   it("the request line: the documented fields are exactly those logRpc writes, for a unary call and a stream", () => {
-    const lines: Record<string, unknown>[] = [];
-    const spies = (["info", "error"] as const).map((m) =>
-      vi.spyOn(console, m).mockImplementation((l: unknown) => void lines.push(JSON.parse(String(l)) as Record<string, unknown>)),
-    );
+    const captured = captureConsole();
     try {
       logRpc({ requestId: "r", tenant: "t", session: "s", operation: "GetSession", code: undefined, durationMs: 1 });
       logRpc({ requestId: "r", tenant: "t", session: "s", operation: "Exec", code: Code.Internal, durationMs: 9, firstMessageMs: 2 });
     } finally {
-      for (const spy of spies) spy.mockRestore();
+      vi.restoreAllMocks();
     }
+    const lines = structured(captured);
     const documented = fieldsOf("field").slice(0, 9);
     expect(Object.keys(lines[1]!)).toEqual(documented);
     expect(Object.keys(lines[0]!)).toEqual(documented.filter((f) => f !== "first_message_ms"));

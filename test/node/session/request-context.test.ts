@@ -14,27 +14,13 @@ import { createToolExecutor } from "../../../objects/tools/executor.js";
 import { assistantText, userText } from "../../../proto/messages.js";
 import { createChatHarness } from "../../../runtimes/builtin/chat.js";
 import { toolsHarness } from "../../../runtimes/builtin/testing.js";
+import { captureConsole, structured } from "../support/console-lines.js";
 import { startFakeExecutor } from "../support/fake-executor.js";
 import { createSession, drain, execReq, setup } from "../support/session-fixture.js";
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-function capture(): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  // Every method: a line goes out through the one of its level (objects/log-line.ts).
-  for (const method of ["log", "info", "warn", "error", "debug"] as const) {
-    vi.spyOn(console, method).mockImplementation((l: unknown) => {
-      try {
-        lines.push(JSON.parse(String(l)) as Record<string, unknown>);
-      } catch {
-        // not a structured line
-      }
-    });
-  }
-  return lines;
-}
 
 describe("timePhase", () => {
   it("timePhase: logs the phase with the request id, duration and outcome, and adds to the totals", async () => {
@@ -76,7 +62,7 @@ describe("phases of a turn", () => {
   it("exec: each tool call writes a tool phase line with the Exec's request id and no arguments", async () => {
     const executor = await startFakeExecutor();
     try {
-      const lines = capture();
+      const captured = captureConsole();
       const fx = setup({ tools: toolsHarness }, undefined, { tools: createToolExecutor({ executor: { url: executor.url } }) });
       const uid = await createSession(fx.host, "tools");
       const config = new TextEncoder().encode(
@@ -89,6 +75,7 @@ describe("phases of a turn", () => {
       );
       const done = await drain(withRequestId("req-turn", () => fx.host.exec(execReq({ session: uid, inputs: [userText("go")], config }))));
       expect(done.failure).toBeUndefined();
+      const lines = structured(captured);
       const phases = lines.filter((l) => l.msg === "phase");
       expect(phases.map((l) => [l.request_id, l.phase, l.outcome])).toEqual([
         ["req-turn", "tool", "ok"],
@@ -102,7 +89,7 @@ describe("phases of a turn", () => {
   });
 
   it("exec: each provider call writes a model phase line; the echo model, which makes no call, writes none", async () => {
-    const lines = capture();
+    const captured = captureConsole();
     const provider = timedProvider({ complete: async () => ({ message: assistantText("hi there") }) });
     const fx = setup({ chat: createChatHarness() }, (sessionModel) => createModelInvoker({ sessionModel, defaultModel: "m", provider }));
     const chat = await createSession(fx.host, "chat");
@@ -111,6 +98,10 @@ describe("phases of a turn", () => {
     const other = setup({}, (sessionModel) => createModelInvoker({ sessionModel, provider }));
     const echo = await createSession(other.host);
     expect((await drain(withRequestId("req-echo", () => other.host.exec(execReq({ session: echo, inputs: [userText("hello")] }))))).failure).toBeUndefined();
-    expect(lines.filter((l) => l.msg === "phase").map((l) => [l.request_id, l.phase])).toEqual([["req-chat", "model"]]);
+    expect(
+      structured(captured)
+        .filter((l) => l.msg === "phase")
+        .map((l) => [l.request_id, l.phase]),
+    ).toEqual([["req-chat", "model"]]);
   });
 });

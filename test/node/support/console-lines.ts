@@ -18,6 +18,17 @@ export function captureConsole(): ConsoleLine[] {
   return lines;
 }
 
+/** The captured lines that are structured (one JSON object each), parsed. */
+export function structured(lines: readonly ConsoleLine[]): Record<string, unknown>[] {
+  return lines.flatMap((l) => {
+    try {
+      return [JSON.parse(l.text) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** The captured lines' texts. */
 export function texts(lines: readonly ConsoleLine[]): string[] {
   return lines.map((l) => l.text);
