@@ -22,7 +22,7 @@ let auth: Authenticator | undefined;
 let guards: LimitGuards | undefined;
 
 const routes = {
-  async fetch(req: Request, env: Env): Promise<Response> {
+  async fetch(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const url = new URL(req.url);
     auth ??= createAuthenticator(env);
     guards ??= loggedGuards(env);
@@ -32,7 +32,7 @@ const routes = {
     const ui = req.method === "GET" ? serveUi(url.pathname) : undefined;
     if (ui) return ui;
     const handler = handlers.get(url.pathname);
-    if (handler) return serveRpcRequest(env, handler, req, auth, guards.limits, guards);
+    if (handler) return serveRpcRequest(env, handler, req, auth, guards.limits, guards, (p) => ctx.waitUntil(p));
     if (url.pathname === TUNNEL_PATH) return serveTunnel(req, env, auth);
     // Anything else answers an unauthenticated caller the same way, so no route is revealed to it.
     const who = await auth.authenticate(req);
@@ -51,7 +51,7 @@ const routes = {
 
 // CORS around every route; preflights are answered first, before authentication (worker/cors.ts).
 export default {
-  fetch: (req, env) => serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env)),
+  fetch: (req, env, ctx) => serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env, ctx)),
 } satisfies ExportedHandler<Env>;
 
 function unauthenticated(who: { code: Code; message: string }): Response {

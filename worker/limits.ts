@@ -7,26 +7,29 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { hostLimits, type HostLimits } from "../objects/config.js";
 import { limiterStub, type Env, type LimitSettings } from "../objects/index.js";
-import { RateTokens } from "./rate-tokens.js";
+import { RateTokens, RESERVE_LIFE_MS } from "./rate-tokens.js";
 
 export interface LimitGuards {
   readonly limits: HostLimits;
   /**
    * Spends one of the tenant's request tokens, taken from its limiter a few at a time
-   * (worker/rate-tokens.ts); the refusal's message when it is over its rate.
+   * (worker/rate-tokens.ts); the refusal's message when it is over its rate. `waitUntil` (the
+   * request's ctx.waitUntil) keeps a limiter call made beside the request going after it ends.
    */
-  admitRate(tenant: string): Promise<string | undefined>;
+  admitRate(tenant: string, waitUntil?: (p: Promise<unknown>) => void): Promise<string | undefined>;
 }
 
 export function createLimitGuards(env: Env): LimitGuards {
   const limits = hostLimits(env);
   const settings: LimitSettings = { ratePerSecond: limits.ratePerSecond, burst: limits.rateBurst, maxConcurrent: limits.maxConcurrentExecs };
-  const tokens = new RateTokens((tenant, want) => limiterStub(env, tenant).admit(settings, want), settings.ratePerSecond);
+  const tokens = new RateTokens((tenant, want) => limiterStub(env, tenant).admit(settings, want), settings.ratePerSecond, Date.now, {
+    reserveLifeMs: RESERVE_LIFE_MS,
+  });
   return {
     limits,
-    async admitRate(tenant) {
+    async admitRate(tenant, waitUntil) {
       if (settings.ratePerSecond <= 0) return undefined;
-      const retryAfterMs = await tokens.admit(tenant);
+      const retryAfterMs = await tokens.admit(tenant, waitUntil);
       if (retryAfterMs === undefined) return undefined;
       return `tenant ${tenant} is over its rate limit of ${settings.ratePerSecond} requests per second: retry in ${Math.max(1, Math.ceil(retryAfterMs / 1000))} s`;
     },

@@ -48,6 +48,8 @@ export async function serveRpcRequest(
   auth: Authenticator,
   limits: HostLimits,
   guards: Pick<LimitGuards, "admitRate">,
+  /** The request's ctx.waitUntil: work the admission starts beside the request (worker/rate-tokens.ts). */
+  waitUntil?: (p: Promise<unknown>) => void,
 ): Promise<Response> {
   const started = Date.now();
   const requestId = requestIdOf(req);
@@ -65,7 +67,7 @@ export async function serveRpcRequest(
   tenant = p.tenant;
   const forbidden = refuseRole(p, method);
   if (forbidden) return refuse(Code.PermissionDenied, forbidden);
-  const rate = await guards.admitRate(p.tenant);
+  const rate = await guards.admitRate(p.tenant, waitUntil);
   if (rate) return refuse(Code.ResourceExhausted, rate);
 
   const max = limits.maxRequestBytes;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LimitSettings, TenantLimits } from "../../../objects/limits/tenant-limits.js";
-import { GRANT_LIFE_MS, maxGrant, RateTokens, type Take } from "../../../worker/rate-tokens.js";
+import { GRANT_LIFE_MS, maxGrant, RateTokens, RESERVE_LIFE_MS, type Take } from "../../../worker/rate-tokens.js";
 import { rng } from "../support/random-messages.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
@@ -111,5 +111,155 @@ describe("RateTokens", () => {
     clock.ms += GRANT_LIFE_MS;
     for (let i = 0; i < 10; i++) await tokens.admit(`fresh${i}`);
     expect(tokens.tenants).toBe(10);
+  });
+
+  describe("with a reserve token", () => {
+    /** A limiter whose answers the test releases one by one, to see what waits for it. */
+    function heldLimiter(s: LimitSettings, clock: { ms: number }) {
+      const bucket = new TenantLimits(createTestDb());
+      const calls: { want: number; answer: () => void }[] = [];
+      const take = (_tenant: string, want: number) => new Promise<Take>((ok) => calls.push({ want, answer: () => ok(bucket.admit(s, clock.ms, want)) }));
+      return { calls, take };
+    }
+    const settled = async <T>(p: Promise<T>): Promise<{ done: boolean; value?: T }> => {
+      let out: { done: boolean; value?: T } = { done: false };
+      void p.then((value) => (out = { done: true, value }));
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      return out;
+    };
+
+    it("a request after a pause is let in without waiting, and the limiter is asked beside it", async () => {
+      const clock = { ms: 0 };
+      const s: LimitSettings = { ratePerSecond: 200, burst: 1_000, maxConcurrent: 0 };
+      const l = heldLimiter(s, clock);
+      const kept: Promise<unknown>[] = [];
+      const tokens = new RateTokens(l.take, s.ratePerSecond, () => clock.ms, { reserveLifeMs: RESERVE_LIFE_MS });
+      // The first request waits: one for itself, one for the reserve.
+      const first = tokens.admit("t", (p) => kept.push(p));
+      expect((await settled(first)).done).toBe(false);
+      expect(l.calls.map((c) => c.want)).toEqual([2]);
+      l.calls[0]!.answer();
+      expect(await first).toBeUndefined();
+      expect(tokens.reserves).toBe(1);
+      // A pause longer than a grant lives: the next request is admitted before the limiter answers.
+      clock.ms += 30_000;
+      const next = await settled(tokens.admit("t", (p) => kept.push(p)));
+      expect(next).toEqual({ done: true, value: undefined });
+      expect(l.calls.map((c) => c.want)).toEqual([2, 1]);
+      expect(kept).toHaveLength(1);
+      expect(tokens.reserves).toBe(0);
+      l.calls[1]!.answer();
+      await kept[0];
+      expect(tokens.reserves).toBe(1);
+    });
+
+    it("a request while the limiter is being asked beside another waits for that answer", async () => {
+      const clock = { ms: 0 };
+      const s: LimitSettings = { ratePerSecond: 200, burst: 1_000, maxConcurrent: 0 };
+      const l = heldLimiter(s, clock);
+      const tokens = new RateTokens(l.take, s.ratePerSecond, () => clock.ms, { reserveLifeMs: RESERVE_LIFE_MS });
+      const first = tokens.admit("t");
+      l.calls[0]!.answer();
+      await first;
+      clock.ms += 5_000;
+      expect(await tokens.admit("t")).toBeUndefined(); // on the reserve
+      const waiting = tokens.admit("t");
+      expect((await settled(waiting)).done).toBe(false);
+      expect(l.calls).toHaveLength(2); // no second call: it shares the one in flight
+      clock.ms += 1;
+      l.calls[1]!.answer();
+      expect(await waiting).toBeUndefined();
+    });
+
+    it("expires unused, and a limiter that has no room gives none", async () => {
+      const clock = { ms: 0 };
+      const s: LimitSettings = { ratePerSecond: 200, burst: 2, maxConcurrent: 0 };
+      const l = limiter(s, clock);
+      const tokens = new RateTokens(l.take, s.ratePerSecond, () => clock.ms, { reserveLifeMs: RESERVE_LIFE_MS });
+      expect(await tokens.admit("t")).toBeUndefined();
+      expect(tokens.reserves).toBe(1);
+      clock.ms += RESERVE_LIFE_MS;
+      expect(await tokens.admit("t")).toBeUndefined();
+      // The expired reserve was not spent: this request waited for a grant of 2 (one for the reserve).
+      expect(l.calls).toEqual([2, 2]);
+      // The bucket is empty now (burst 2): no reserve, and the next request is refused as it
+      // would be asking each time.
+      expect(tokens.reserves).toBe(1);
+      expect(await tokens.admit("t")).toBeUndefined(); // the reserve
+      const refused = await tokens.admit("t");
+      expect(typeof refused).toBe("number");
+      expect(tokens.reserves).toBe(0);
+    });
+
+    it("a limiter call beside a request that fails leaves no reserve, and the next request asks and waits", async () => {
+      const clock = { ms: 0 };
+      const s: LimitSettings = { ratePerSecond: 200, burst: 1_000, maxConcurrent: 0 };
+      const bucket = new TenantLimits(createTestDb());
+      let fail = false;
+      const calls: number[] = [];
+      const take = async (_t: string, want: number): Promise<Take> => {
+        calls.push(want);
+        await Promise.resolve();
+        if (fail) throw new Error("limiter unreachable");
+        return bucket.admit(s, clock.ms, want);
+      };
+      const kept: Promise<unknown>[] = [];
+      const tokens = new RateTokens(take, s.ratePerSecond, () => clock.ms, { reserveLifeMs: RESERVE_LIFE_MS });
+      await tokens.admit("t");
+      clock.ms += 5_000;
+      fail = true;
+      expect(await tokens.admit("t", (p) => kept.push(p))).toBeUndefined();
+      await Promise.all(kept); // the failure stays beside the request: nothing rejects
+      expect(tokens.reserves).toBe(0);
+      await expect(tokens.admit("t")).rejects.toThrow("limiter unreachable");
+      fail = false;
+      expect(await tokens.admit("t")).toBeUndefined();
+    });
+
+    it("a rate of grants of one keeps no reserve and answers exactly as asking each time", async () => {
+      const s: LimitSettings = { ratePerSecond: 19, burst: 3, maxConcurrent: 0 };
+      expect(maxGrant(s.ratePerSecond)).toBe(1);
+      const clockA = { ms: 0 };
+      const clockB = { ms: 0 };
+      const direct = new TenantLimits(createTestDb());
+      const l = limiter(s, clockB);
+      const tokens = new RateTokens(l.take, s.ratePerSecond, () => clockB.ms, { reserveLifeMs: RESERVE_LIFE_MS });
+      const r = rng(5);
+      for (let i = 0; i < 300; i++) {
+        const step = r.int(300);
+        clockA.ms += step;
+        clockB.ms += step;
+        const want = direct.admit(s, clockA.ms);
+        const got = await tokens.admit("t");
+        expect(got === undefined).toBe(want.ok);
+      }
+      expect(tokens.reserves).toBe(0);
+      expect(l.calls.every((w) => w === 1)).toBe(true);
+    });
+
+    it("never lets in more than the bucket counted, across isolates, pauses and concurrent requests", async () => {
+      const s: LimitSettings = { ratePerSecond: 400, burst: 50, maxConcurrent: 0 };
+      const clock = { ms: 10_000 };
+      const start = clock.ms;
+      const l = limiter(s, clock);
+      const kept: Promise<unknown>[] = [];
+      const isolates = [0, 1, 2].map(() => new RateTokens(l.take, s.ratePerSecond, () => clock.ms, { reserveLifeMs: RESERVE_LIFE_MS }));
+      const r = rng(13);
+      let admitted = 0;
+      let spentOnReserve = 0;
+      for (let round = 0; round < 600; round++) {
+        const burst = Array.from({ length: 1 + r.int(12) }, () => r.pick(isolates).admit("t", (p) => kept.push(p)));
+        const answers = await Promise.all(burst);
+        // waitUntil is handed only the limiter call made beside a request let in on the reserve.
+        spentOnReserve += kept.length;
+        await Promise.all(kept.splice(0));
+        admitted += answers.filter((a) => a === undefined).length;
+        clock.ms += r.int(4) === 0 ? 1_000 + r.int(5_000) : r.int(20);
+        // Every admitted request was counted by the bucket: its burst plus what it refilled.
+        expect(admitted).toBeLessThanOrEqual(s.burst + ((clock.ms - start) / 1000) * s.ratePerSecond);
+      }
+      expect(admitted).toBeGreaterThan(0);
+      expect(spentOnReserve).toBeGreaterThan(0);
+    });
   });
 });
