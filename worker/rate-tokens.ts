@@ -45,11 +45,6 @@ interface Grant {
 export interface RateTokenOptions {
   /** How long the one reserve token may wait for its request after the limiter counted it; 0 keeps none. */
   reserveLifeMs?: number;
-  /**
-   * Keeps a limiter call that runs beside the request it admitted going until it answers (the
-   * Worker's ctx.waitUntil): the request may finish first.
-   */
-  waitUntil?: (p: Promise<unknown>) => void;
 }
 
 export class RateTokens {

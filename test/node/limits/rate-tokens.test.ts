@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LimitSettings, TenantLimits } from "../../../objects/limits/tenant-limits.js";
-import { GRANT_LIFE_MS, maxGrant, RateTokens, RESERVE_LIFE_MS, type Take } from "../../../worker/rate-tokens.js";
+import { GRANT_LIFE_MS, maxGrant, type RateTokenOptions, RateTokens, RESERVE_LIFE_MS, type Take } from "../../../worker/rate-tokens.js";
 import { rng } from "../support/random-messages.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
@@ -18,6 +18,29 @@ function limiter(s: LimitSettings, clock: { ms: number }) {
     return bucket.admit(s, clock.ms, want);
   };
   return { bucket, calls, take };
+}
+
+/**
+ * Random pauses (up to `maxStep` ms) between requests of one tenant, each answered by a
+ * RateTokens and by the bucket asked directly on a clock of its own: the answers must agree.
+ */
+async function answersAsAskingEachTime(s: LimitSettings, seed: number, maxStep: number, options?: RateTokenOptions) {
+  const clockA = { ms: 0 };
+  const clockB = { ms: 0 };
+  const direct = new TenantLimits(createTestDb());
+  const l = limiter(s, clockB);
+  const tokens = new RateTokens(l.take, s.ratePerSecond, () => clockB.ms, options);
+  const r = rng(seed);
+  for (let i = 0; i < 300; i++) {
+    const step = r.int(maxStep);
+    clockA.ms += step;
+    clockB.ms += step;
+    const want = direct.admit(s, clockA.ms);
+    const got = await tokens.admit("t");
+    expect(got === undefined).toBe(want.ok);
+    if (!want.ok) expect(got).toBe(want.retryAfterMs);
+  }
+  return { tokens, calls: l.calls };
 }
 
 describe("RateTokens", () => {
@@ -38,23 +61,8 @@ describe("RateTokens", () => {
   });
 
   it("a quiet or limited tenant gets exactly the answers it would get asking each time", async () => {
-    const s: LimitSettings = { ratePerSecond: 5, burst: 3, maxConcurrent: 0 };
-    const clockA = { ms: 0 };
-    const clockB = { ms: 0 };
-    const direct = new TenantLimits(createTestDb());
-    const l = limiter(s, clockB);
-    const tokens = new RateTokens(l.take, s.ratePerSecond, () => clockB.ms);
-    const r = rng(7);
-    for (let i = 0; i < 300; i++) {
-      const step = r.int(400);
-      clockA.ms += step;
-      clockB.ms += step;
-      const want = direct.admit(s, clockA.ms);
-      const got = await tokens.admit("t");
-      expect(got === undefined).toBe(want.ok);
-      if (!want.ok) expect(got).toBe(want.retryAfterMs);
-    }
-    expect(l.calls.every((w) => w === 1)).toBe(true);
+    const { calls } = await answersAsAskingEachTime({ ratePerSecond: 5, burst: 3, maxConcurrent: 0 }, 7, 400);
+    expect(calls.every((w) => w === 1)).toBe(true);
   });
 
   it("never lets in more than the bucket allows, across isolates and concurrent requests", async () => {
@@ -219,22 +227,9 @@ describe("RateTokens", () => {
     it("a rate of grants of one keeps no reserve and answers exactly as asking each time", async () => {
       const s: LimitSettings = { ratePerSecond: 19, burst: 3, maxConcurrent: 0 };
       expect(maxGrant(s.ratePerSecond)).toBe(1);
-      const clockA = { ms: 0 };
-      const clockB = { ms: 0 };
-      const direct = new TenantLimits(createTestDb());
-      const l = limiter(s, clockB);
-      const tokens = new RateTokens(l.take, s.ratePerSecond, () => clockB.ms, { reserveLifeMs: RESERVE_LIFE_MS });
-      const r = rng(5);
-      for (let i = 0; i < 300; i++) {
-        const step = r.int(300);
-        clockA.ms += step;
-        clockB.ms += step;
-        const want = direct.admit(s, clockA.ms);
-        const got = await tokens.admit("t");
-        expect(got === undefined).toBe(want.ok);
-      }
+      const { tokens, calls } = await answersAsAskingEachTime(s, 5, 300, { reserveLifeMs: RESERVE_LIFE_MS });
       expect(tokens.reserves).toBe(0);
-      expect(l.calls.every((w) => w === 1)).toBe(true);
+      expect(calls.every((w) => w === 1)).toBe(true);
     });
 
     it("never lets in more than the bucket counted, across isolates, pauses and concurrent requests", async () => {
