@@ -28,10 +28,28 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
   let stopped = false;
   const stops: Array<() => void> = [];
 
-  const head = h("div", { class: "session-head" });
   const gateBox = h("div", { class: "gate-box" });
   const usageBox = h("div", { class: "usage", "aria-label": "Token usage" });
   const branchName = h("input", { id: "branch-name", autocomplete: "off", placeholder: "optional" });
+  const action = (label: string, run: () => Promise<unknown>, opts: { danger?: boolean; aria?: string } = {}) =>
+    h("button", { type: "button", class: opts.danger ? "danger" : undefined, "aria-label": opts.aria, onclick: () => void run() }, label);
+  const compareLink = h("a", { class: "button", hidden: true }, "Compare with parent");
+  const suspendButton = action("Suspend", () => lifecycle("Suspend", () => api().suspend(uid)));
+  const cancelButton = action("Cancel turn", () => lifecycle("Cancel", () => api().cancel(uid)));
+  // Built once and shown with the session's first answer (renderHead).
+  const actions = h(
+    "div",
+    { class: "actions", role: "group", "aria-label": "Session actions", hidden: true },
+    h("a", { class: "button", href: hrefOf({ view: "tree", uid }) }, "Branches"),
+    compareLink,
+    h("span", { class: "fork-name" }, h("label", { for: "branch-name" }, "New branch name"), branchName),
+    action("Fork at head", () => fork(0n), { aria: "Fork at head: a new branch with every record so far" }),
+    suspendButton,
+    action("Resume", () => lifecycle("Resume", () => api().resume(uid))),
+    cancelButton,
+    action("Delete", () => remove(), { danger: true }),
+  );
+  const head = h("div", { class: "session-head" }, actions);
   const tl = createTimeline(uid, (seq) => fork(seq));
   // The running turn's text as it streams in, from whichever client runs it (follow.ts).
   const liveText = h("pre", {});
@@ -122,14 +140,10 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
     }
     const labels = Object.entries(s.labels).sort();
     if (labels.length) facts.push(["labels", labels.map(([k, v]) => h("span", { class: "label" }, `${k}=${v}`))]);
-    const action = (label: string, run: () => Promise<unknown>, opts: { disabled?: boolean; danger?: boolean; aria?: string } = {}) =>
-      h(
-        "button",
-        { type: "button", class: opts.danger ? "danger" : undefined, disabled: opts.disabled, "aria-label": opts.aria, onclick: () => void run() },
-        label,
-      );
-    fill(
-      head,
+    // Everything above the actions is drawn again; the actions stay in place, so the branch-name
+    // field keeps its focus and text while records arrive (taking it out of the page would blur it).
+    for (const old of Array.from(head.children)) if (old !== actions) old.remove();
+    actions.before(
       h(
         "nav",
         { class: "crumbs", "aria-label": "Breadcrumb" },
@@ -149,21 +163,12 @@ export function mountSession(root: HTMLElement, uid: string, targetSeq?: bigint)
         { class: "facts" },
         facts.map(([k, v]) => h("div", { class: k === "uid" ? "wide" : undefined }, h("dt", {}, k), h("dd", {}, v))),
       ),
-      h(
-        "div",
-        { class: "actions", role: "group", "aria-label": "Session actions" },
-        h("a", { class: "button", href: hrefOf({ view: "tree", uid }) }, "Branches"),
-        s.parentUid && h("a", { class: "button", href: hrefOf({ view: "compare", uid, other: s.parentUid }) }, "Compare with parent"),
-        h("span", { class: "fork-name" }, h("label", { for: "branch-name" }, "New branch name"), branchName),
-        action("Fork at head", () => fork(0n), { aria: "Fork at head: a new branch with every record so far" }),
-        action("Suspend", () => lifecycle("Suspend", () => api().suspend(uid)), { disabled: s.execState === ExecState.EXEC_RUNNING }),
-        action("Resume", () => lifecycle("Resume", () => api().resume(uid))),
-        action("Cancel turn", () => lifecycle("Cancel", () => api().cancel(uid)), {
-          disabled: s.execState !== ExecState.EXEC_RUNNING && s.execState !== ExecState.EXEC_FAILED,
-        }),
-        action("Delete", () => remove(), { danger: true }),
-      ),
     );
+    if (s.parentUid) compareLink.setAttribute("href", hrefOf({ view: "compare", uid, other: s.parentUid }));
+    compareLink.hidden = !s.parentUid;
+    suspendButton.disabled = s.execState === ExecState.EXEC_RUNNING;
+    cancelButton.disabled = s.execState !== ExecState.EXEC_RUNNING && s.execState !== ExecState.EXEC_FAILED;
+    actions.hidden = false;
   }
 
   let gateKey = "";

@@ -350,6 +350,24 @@ describe("inspector in a browser", () => {
     expectCleanPages();
   });
 
+  it("branch name: a name being typed keeps its focus and text while a turn run elsewhere redraws the session's head", async () => {
+    const s = await host.client.create({ project: "ui-typing", name: "typing", harness: "echo" });
+    const uid = s.metadata!.uid;
+    const page = await open(`/#${uid}`);
+    await page.getByText("No records yet").waitFor();
+    const field = page.getByLabel("New branch name");
+    await field.click();
+    await page.keyboard.type("le");
+    await host.client.exec({ session: uid, inputs: ["elsewhere"] });
+    await page.locator(".rec[data-kind=END]").waitFor();
+    // The head shows the new head seq: it was drawn again after the records came.
+    await page.waitForFunction(() => !document.querySelector("dl.facts")?.textContent?.includes("last seq0"));
+    await page.keyboard.type("af");
+    expect(await field.inputValue()).toBe("leaf");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("branch-name");
+    expectCleanPages();
+  });
+
   it("fork here: a record's Fork here makes a named child that opens, and the tree shows it (and a grandchild) with fork seqs and tokens", async () => {
     const s = await host.client.create({ project: "ui-fork", name: "trunk", harness: "metered" });
     const uid = s.metadata!.uid;
