@@ -1,10 +1,9 @@
 /**
  * A timer for a due time that moves far more often than it fires: a session object's turns each
- * push "report the running turn at start + 1 s" and "give the kept slot back at end + 1 s" out,
- * and clear them again when the turn ends or the next one starts. Setting and clearing a platform
- * timer twice per turn showed in workerd's CPU profile; here one timer stays armed, and when it
- * fires for a due time that has since moved later, it arms itself again for the remainder. It
- * never fires early, and fires at most once per `set`.
+ * push "report the running turn at start + 1 s" out, and clear it again when the turn ends.
+ * Setting and clearing a platform timer on every turn showed in workerd's CPU profile; here one
+ * timer stays armed, and when it fires for a due time that has since moved later, it arms itself
+ * again for the remainder. It never fires early, and fires at most once per `set`.
  *
  * Time is `Date.now()` (in workerd it moves on only between I/O events, as timers do), not a
  * session's injectable clock, which tests may hold still.

@@ -29,4 +29,9 @@ export class TenantLimiter extends DurableObject<Env> {
   release(session: string, owner: string): void {
     this._limits.release(session, owner);
   }
+
+  /** `session` keeps `owner`'s row after its turn, for its next turn (tenant-limits.ts). */
+  keep(session: string, owner: string): void {
+    this._limits.keep(session, owner, Date.now());
+  }
 }

@@ -17,6 +17,12 @@
  * evicted meanwhile forgets that the row was given back; the row then reads as a turn that died
  * with its object, which the reconciliation above drops (its object says it does not run it).
  *
+ * A session may keep its row after its turn, for its next turn to start without asking (`keep`;
+ * objects/session/state.ts). A kept row still counts: the session can start a turn on it at any
+ * moment. The limiter asks about it like any other at the limit, and, once it has been kept
+ * KEEP_ASK_MS, beside the next acquire, so rows of sessions that went quiet do not pile up; a
+ * session asked about a kept slot gives it up (its next turn asks again).
+ *
  * Tested in test/node/limits/tenant-limits.test.ts (sql.js, fake clock) and against a killed
  * `wrangler dev` in test/node/integration/leases.test.ts.
  */
@@ -40,6 +46,9 @@ const stmts = {
 
 /** How often, at most, one row is put to its session object while the tenant is at its limit. */
 export const RECHECK_MS = 2_000;
+
+/** How long a kept row (`keep`) stays before the next acquire puts it to its session object. */
+export const KEEP_ASK_MS = 30_000;
 
 export interface LimitSettings {
   /** Sustained requests per second; 0 turns rate limiting off. */
@@ -67,6 +76,8 @@ export class TenantLimits {
   private readonly _vouched = new Map<string, number>();
   /** Rows given back and not yet deleted (deleted by the next acquire): session → owner. */
   private readonly _released = new Map<string, string>();
+  /** Rows their session keeps between turns (`keep`): session → owner and since when. */
+  private readonly _kept = new Map<string, { owner: string; sinceMs: number }>();
 
   constructor(private readonly _db: SqlDb) {
     migrate(_db, MIGRATIONS, "limits");
@@ -96,7 +107,10 @@ export class TenantLimits {
    */
   async acquire(s: LimitSettings, session: string, owner: string, nowMs: number, isRunning: IsRunning): Promise<LeaseOutcome> {
     this._flushReleased();
-    if (this._tryTake(s, session, owner, nowMs)) return { ok: true, running: this.running() };
+    if (this._tryTake(s, session, owner, nowMs)) {
+      this._askKept(nowMs, isRunning);
+      return { ok: true, running: this.running() };
+    }
     await this._reconcile(nowMs, isRunning);
     this._flushReleased();
     // Counted and taken with no await in between: two acquires cannot both pass the last slot.
@@ -107,8 +121,52 @@ export class TenantLimits {
   /** Gives the row back, if `owner` still holds it (a newer owner's row is left alone). */
   release(session: string, owner: string): void {
     this._vouched.delete(`${session}\0${owner}`);
+    this._forgetKept(session, owner);
     const held = this._db.query<{ owner: string }>(stmts.owner, session)[0];
     if (held?.owner === owner) this._released.set(session, owner);
+  }
+
+  /**
+   * Notes that `session` keeps `owner`'s row after its turn, for its next turn (see the header):
+   * the row still counts, and is put to the session once it has been kept KEEP_ASK_MS.
+   */
+  keep(session: string, owner: string, nowMs: number): void {
+    const held = this._db.query<{ owner: string }>(stmts.owner, session)[0];
+    if (held?.owner === owner && this._released.get(session) !== owner) this._kept.set(session, { owner, sinceMs: nowMs });
+  }
+
+  /** Rows kept between turns that the limiter has not yet put to their sessions (tests). */
+  get kept(): number {
+    return this._kept.size;
+  }
+
+  private _forgetKept(session: string, owner: string): void {
+    if (this._kept.get(session)?.owner === owner) this._kept.delete(session);
+  }
+
+  /**
+   * Puts each row kept KEEP_ASK_MS or longer to its session, beside the acquire that found it (not
+   * awaited): one the session no longer keeps or runs is dropped; one it runs a turn on again
+   * counts on as a running turn's row.
+   */
+  private _askKept(nowMs: number, isRunning: IsRunning): void {
+    for (const [session, k] of this._kept) {
+      if (nowMs - k.sinceMs < KEEP_ASK_MS) continue;
+      this._kept.delete(session);
+      void isRunning(session, k.owner).then(
+        (running) => {
+          if (running) this._vouched.set(`${session}\0${k.owner}`, nowMs);
+          else {
+            // Keyed on the owner: a row a newer turn took meanwhile is left alone. A row given back
+            // meanwhile is gone now, so it must not also be subtracted as given back.
+            this._db.query(stmts.release, session, k.owner);
+            if (this._released.get(session) === k.owner) this._released.delete(session);
+          }
+        },
+        // An object that cannot answer keeps its row counted, as at the limit.
+        () => undefined,
+      );
+    }
   }
 
   /** Sessions counted as running. */
@@ -126,6 +184,8 @@ export class TenantLimits {
     const held = this._db.query(stmts.owner, session).length > 0;
     if (!held && s.maxConcurrent > 0 && this.running() >= s.maxConcurrent) return false;
     this._db.query(stmts.take, session, owner, nowMs);
+    // A new owner replaces the row, kept or not.
+    if (this._kept.get(session)?.owner !== owner) this._kept.delete(session);
     return true;
   }
 
@@ -143,6 +203,7 @@ export class TenantLimits {
       ),
     );
     for (const a of answers) {
+      this._forgetKept(a.session, a.owner);
       if (a.running) this._vouched.set(key(a), nowMs);
       else {
         // Keyed on the owner too: a row a newer turn took meanwhile is left alone.

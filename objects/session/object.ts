@@ -33,12 +33,6 @@ import { createToolExecutor } from "../tools/executor.js";
 import { withRequestId } from "../request-context.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
 
-/**
- * How long a turn's execution slot is kept for the session's next turn (SessionState.release):
- * a client running turns back to back then asks the tenant's limiter once, not twice per turn.
- */
-const LEASE_LINGER_MS = 1000;
-
 export class SessionObject extends DurableObject<Env> {
   private readonly _host: SessionHost;
 
@@ -74,8 +68,8 @@ export class SessionObject extends DurableObject<Env> {
           ? {
               acquire: (tenant, uid, owner) => limiterStub(env, tenant).acquire(settings, tenant, uid, owner),
               release: (tenant, uid, owner) => limiterStub(env, tenant).release(uid, owner),
+              keep: (tenant, uid, owner) => limiterStub(env, tenant).keep(uid, owner),
               limit: settings.maxConcurrent,
-              lingerMs: LEASE_LINGER_MS,
             }
           : undefined,
       approvalTimeoutSeconds: config.approvalTimeoutSeconds,

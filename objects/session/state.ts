@@ -113,14 +113,14 @@ export interface ExecutionLeases {
   /** Takes a slot; a success says how many the tenant now runs, this one included. */
   acquire(tenant: string, uid: string, owner: string): Promise<{ ok: true; running?: number } | { ok: false; running: number }>;
   release(tenant: string, uid: string, owner: string): Promise<void>;
+  /**
+   * Tells the limiter the slot is kept after its turn, for the session's next turn to take without
+   * asking (unset: every slot goes back as its turn ends). Kept only while the tenant runs at most
+   * half its limit, and given up the moment the limiter asks about it: see SessionState.release.
+   */
+  keep?(tenant: string, uid: string, owner: string): Promise<void>;
   /** The tenant's limit (MAX_CONCURRENT_EXECS). */
   limit?: number;
-  /**
-   * How long a slot is kept after its turn, for the session's next turn to reuse without asking
-   * the limiter again (0 or unset: given back at once). Only while the tenant runs at most half its
-   * limit, and given up the moment the limiter asks about it: see SessionState.release.
-   */
-  lingerMs?: number;
 }
 
 /** A harness this session can place, and what its registration (if any) requires of it. */
@@ -185,9 +185,14 @@ export class SessionState {
   private readonly _instance = randomHex(8);
   private _initialized = false;
   private _turns = 0;
-  /** A slot kept after its turn (ExecutionLeases.lingerMs), given back by `_linger`. */
+  /**
+   * A slot kept after its turn (ExecutionLeases.keep) until the next turn takes it, the limiter
+   * asks about it (runs()), or the session is deleted. No timer gives it back: a pending timer
+   * keeps a Durable Object in memory, and billed.
+   */
   private _idleLease: { owner: string; tenant: string; uid: string } | undefined;
-  private readonly _linger = new LazyTimer(() => this._giveBackIdle());
+  /** The slot the limiter was last told is kept (a slot kept again after its next turn is not told twice). */
+  private _toldKept: string | undefined;
   /**
    * Reports a turn that has run a while to the Directory (turns.ts RUNNING_REPORT_MS): set as a
    * turn starts, cleared as it ends.
@@ -228,6 +233,7 @@ export class SessionState {
 
   /** Call after the storage was replaced underneath (erase): nothing cached survives. */
   forget(): void {
+    this.giveBackKept();
     this._initialized = false;
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
@@ -289,12 +295,13 @@ export class SessionState {
   }
 
   /**
-   * Releases the guard if `live` still holds it, and gives back its execution slot: at once, or,
-   * for a slot allowed to linger, after `lingerMs` unless the session's next turn takes it first.
-   * A kept slot still counts against the tenant's limit, so a limit is never exceeded; it is taken
-   * only while the tenant is at most half full, never when the limiter asked about it during the
-   * turn (it then trusts the row for a while), and given up as soon as the limiter, at the limit,
-   * asks whether it is in use (runs()), so it cannot hold a full tenant back.
+   * Releases the guard if `live` still holds it, and gives back its execution slot, or keeps it
+   * for the session's next turn (the limiter is told, once per slot). A kept slot still counts
+   * against the tenant's limit, so a limit is never exceeded; it is kept only while the tenant is
+   * at most half full, never when the limiter asked about it during the turn (it then trusts the
+   * row for a while), and given up as soon as the limiter asks whether it is in use (runs()): at
+   * the limit, or once the slot has been kept a while (objects/limits/tenant-limits.ts), so it
+   * cannot hold a full tenant back.
    */
   release(live: LiveTurn): void {
     if (this.live === live) this.live = undefined;
@@ -307,7 +314,10 @@ export class SessionState {
         const slot = { owner: lease, tenant: meta.tenant, uid: meta.uid };
         if (live.linger && !this._idleLease) {
           this._idleLease = slot;
-          this._linger.set(Date.now() + (leases.lingerMs ?? 0));
+          if (this._toldKept !== lease) {
+            this._toldKept = lease;
+            void leases.keep?.(slot.tenant, slot.uid, lease).catch(() => undefined);
+          }
         } else this._giveBack(slot);
       }
     }
@@ -322,7 +332,8 @@ export class SessionState {
     void this.d.leases?.release(slot.tenant, slot.uid, slot.owner).catch(() => undefined);
   }
 
-  private _giveBackIdle(): void {
+  /** Gives back the slot kept after the last turn, if any (the session is being erased). */
+  giveBackKept(): void {
     const kept = this._idleLease;
     this._idleLease = undefined;
     if (kept) this._giveBack(kept);
@@ -338,7 +349,6 @@ export class SessionState {
     if (!leases) return success(true);
     const kept = this._idleLease;
     if (kept) {
-      this._linger.clear();
       this._idleLease = undefined;
       live.lease = kept.owner;
       live.linger = true;
@@ -355,7 +365,7 @@ export class SessionState {
     }
     live.lease = owner;
     const limit = leases.limit ?? 0;
-    live.linger = (leases.lingerMs ?? 0) > 0 && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
+    live.linger = leases.keep !== undefined && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
     return success(true);
   }
 
@@ -370,10 +380,7 @@ export class SessionState {
       this.live.linger = false;
       return true;
     }
-    if (this._idleLease?.owner === owner) {
-      this._linger.clear();
-      this._idleLease = undefined;
-    }
+    if (this._idleLease?.owner === owner) this._idleLease = undefined;
     return false;
   }
 

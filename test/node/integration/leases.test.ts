@@ -105,4 +105,24 @@ describe("running executions across a crash", () => {
     // And once they end, the slots are free again.
     await host.client.exec({ harness: "echo", inputs: ["room again"] });
   });
+
+  it("kept slots: sessions that keep their slots after a turn never keep a full complement of new turns out, and give them up", async () => {
+    // Each of these runs one turn and keeps its slot for its next turn (the tenant is at most half full).
+    const quiet = [];
+    for (let i = 0; i < 2; i++) {
+      const s = await host.client.create({ harness: "echo", name: `quiet${i}` });
+      await host.client.exec({ session: s.metadata!.uid, inputs: ["one turn"] });
+      quiet.push(s.metadata!.uid);
+    }
+    const held = await Promise.all(Array.from({ length: LIMIT }, (_, i) => heldTurn(`k${i}`)));
+    await untilHeld(held);
+    const over = await refusal(host.client.exec({ harness: "echo", inputs: ["one too many"] }));
+    expect(over?.rawMessage).toMatch(/already runs 4 executions/);
+    // The quiet sessions gave their slots up when the limiter asked: their next turn asks again.
+    const again = await refusal(host.client.exec({ session: quiet[0]!, inputs: ["not now"] }));
+    expect(again?.code).toBe(Code.ResourceExhausted);
+    for (const t of held) fake.openGate(t.gate);
+    for (const r of await Promise.all(held.map((t) => t.done))) expect(r).not.toBeInstanceOf(Error);
+    await host.client.exec({ session: quiet[0]!, inputs: ["now"] });
+  });
 });

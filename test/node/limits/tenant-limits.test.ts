@@ -1,6 +1,6 @@
 /** The per-tenant rate bucket and execution leases (objects/limits), on sql.js with a fake clock. */
 import { describe, expect, it } from "vitest";
-import { type LimitSettings, RECHECK_MS, TenantLimits } from "../../../objects/limits/tenant-limits.js";
+import { KEEP_ASK_MS, type LimitSettings, RECHECK_MS, TenantLimits } from "../../../objects/limits/tenant-limits.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
 const settings: LimitSettings = { ratePerSecond: 10, burst: 3, maxConcurrent: 2 };
@@ -120,5 +120,89 @@ describe("TenantLimits", () => {
       throw new Error("unreachable");
     };
     expect(await l.acquire(settings, "s3", "c", 10_000, failing)).toEqual({ ok: false, running: 2 });
+  });
+
+  describe("rows kept between turns", () => {
+    const wide: LimitSettings = { ...settings, maxConcurrent: 8 };
+    /** Lets the asks made beside an acquire answer. */
+    const settle = () => new Promise((ok) => setTimeout(ok, 0));
+
+    it("a kept row counts, and is put to its session beside the first acquire once kept KEEP_ASK_MS: disowned, it goes", async () => {
+      const l = new TenantLimits(createTestDb());
+      const o = objects(new Set(["s2:b"]));
+      await l.acquire(wide, "s1", "a", 0, o.isRunning);
+      l.keep("s1", "a", 10);
+      expect(l.running()).toBe(1);
+      expect(l.kept).toBe(1);
+      // Not yet due: nobody is asked.
+      await l.acquire(wide, "s2", "b", 10 + KEEP_ASK_MS - 1, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual([]);
+      expect(l.running()).toBe(2);
+      // Due: asked once, beside the acquire; s1 no longer keeps it, so the row goes.
+      await l.acquire(wide, "s3", "c", 10 + KEEP_ASK_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual(["s1:a"]);
+      expect(l.running()).toBe(2);
+      expect(l.kept).toBe(0);
+      await l.acquire(wide, "s4", "d", 10 + 2 * KEEP_ASK_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual(["s1:a"]);
+    });
+
+    it("a kept row its session runs a turn on again stays counted", async () => {
+      const l = new TenantLimits(createTestDb());
+      const o = objects(new Set(["s1:a"]));
+      await l.acquire(wide, "s1", "a", 0, o.isRunning);
+      l.keep("s1", "a", 0);
+      await l.acquire(wide, "s2", "b", KEEP_ASK_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual(["s1:a"]);
+      expect(l.running()).toBe(2);
+    });
+
+    it("a kept row taken over by its session's new turn, or given back, is not asked about", async () => {
+      const l = new TenantLimits(createTestDb());
+      const o = objects(new Set());
+      await l.acquire(wide, "s1", "a", 0, o.isRunning);
+      l.keep("s1", "a", 0);
+      await l.acquire(wide, "s1", "a2", 1, o.isRunning);
+      await l.acquire(wide, "s2", "b", 1, o.isRunning);
+      l.keep("s2", "b", 1);
+      l.release("s2", "b");
+      // A keep for an owner that no longer holds the row is ignored.
+      l.keep("s1", "a", 2);
+      expect(l.kept).toBe(0);
+      await l.acquire(wide, "s3", "c", 2 * KEEP_ASK_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual([]);
+      expect(l.running()).toBe(2);
+    });
+
+    it("a kept row given back while its session is being asked is counted out once", async () => {
+      const l = new TenantLimits(createTestDb());
+      let answer!: (running: boolean) => void;
+      const asked = new Promise<boolean>((ok) => (answer = ok));
+      await l.acquire(wide, "s1", "a", 0, async () => true);
+      l.keep("s1", "a", 0);
+      await l.acquire(wide, "s2", "b", KEEP_ASK_MS, () => asked);
+      expect(l.running()).toBe(2);
+      l.release("s1", "a");
+      expect(l.running()).toBe(1);
+      answer(false);
+      await settle();
+      expect(l.running()).toBe(1);
+    });
+
+    it("at the limit, kept rows are put to their sessions at once, whatever their age", async () => {
+      const l = new TenantLimits(createTestDb());
+      const o = objects(new Set(["s2:b"]));
+      await l.acquire(settings, "s1", "a", 0, o.isRunning);
+      l.keep("s1", "a", 0);
+      await l.acquire(settings, "s2", "b", 0, o.isRunning);
+      expect((await l.acquire(settings, "s3", "c", 1, o.isRunning)).ok).toBe(true);
+      expect(o.asked.sort()).toEqual(["s1:a", "s2:b"]);
+      expect(l.kept).toBe(0);
+    });
   });
 });

@@ -1,8 +1,9 @@
 /**
  * A turn's execution slot kept for the session's next turn (objects/session/state.ts lease and
- * release, ExecutionLeases.lingerMs): back-to-back turns ask the tenant's limiter once; the slot
- * goes back after the linger, at once when the tenant is over half full or the limiter asked about
- * it during the turn, and the moment the limiter asks about it while it lingers.
+ * release, ExecutionLeases.keep): turns ask the tenant's limiter once, however far apart, and the
+ * limiter is told once that the slot is kept; nothing gives it back by time. It goes back at once
+ * when the tenant is over half full or the limiter asked about it during the turn, the moment the
+ * limiter asks about it while it is kept, and when the session is deleted.
  */
 import { describe, expect, it } from "vitest";
 import type { ExecutionLeases } from "../../../objects/session/state.js";
@@ -11,9 +12,10 @@ import { createSession, drain, execReq, gatedHarness, setup } from "../support/s
 import { waitFor } from "../support/wait.js";
 
 /** A limiter stand-in: it records every call and answers with `running` slots taken. */
-function fakeLeases(o: { running: number; limit: number; lingerMs: number }) {
+function fakeLeases(o: { running: number; limit: number; keep?: boolean }) {
   const calls: string[] = [];
   const owners: string[] = [];
+  const name = (owner: string) => (owner === owners.at(-1) ? "last" : owner);
   const leases: ExecutionLeases = {
     acquire: async (_t, _u, owner) => {
       calls.push("acquire");
@@ -21,10 +23,15 @@ function fakeLeases(o: { running: number; limit: number; lingerMs: number }) {
       return { ok: true, running: o.running };
     },
     release: async (_t, _u, owner) => {
-      calls.push(`release ${owner === owners.at(-1) ? "last" : owner}`);
+      calls.push(`release ${name(owner)}`);
     },
+    keep:
+      o.keep === false
+        ? undefined
+        : async (_t, _u, owner) => {
+            calls.push(`keep ${name(owner)}`);
+          },
     limit: o.limit,
-    lingerMs: o.lingerMs,
   };
   return { leases, calls, owners };
 }
@@ -34,24 +41,24 @@ const turn = async (host: ReturnType<typeof setup>["host"], text: string) => {
   expect(r.failure).toBeUndefined();
 };
 
+/** Long enough for a timer that gave the slot back to have fired. */
+const pause = () => new Promise((ok) => setTimeout(ok, 60));
+
 describe("execution slots kept between turns", () => {
-  it("lease: three turns back to back take one slot; it goes back once the linger passes", async () => {
-    const f = fakeLeases({ running: 1, limit: 8, lingerMs: 40 });
+  it("lease: turns take one slot however far apart; the limiter hears once that it is kept, and nothing gives it back", async () => {
+    const f = fakeLeases({ running: 1, limit: 8 });
     const { host } = setup({}, undefined, { leases: f.leases });
     await createSession(host);
     await turn(host, "one");
     await turn(host, "two");
+    await pause();
     await turn(host, "three");
-    expect(f.calls).toEqual(["acquire"]);
-    await waitFor("the kept slot given back", () => f.calls.length === 2);
-    expect(f.calls).toEqual(["acquire", "release last"]);
-    // The next turn asks the limiter again.
-    await turn(host, "four");
-    expect(f.calls).toEqual(["acquire", "release last", "acquire"]);
+    await pause();
+    expect(f.calls).toEqual(["acquire", "keep last"]);
   });
 
   it("lease: over half the limit, the slot goes back as the turn ends", async () => {
-    const f = fakeLeases({ running: 5, limit: 8, lingerMs: 10_000 });
+    const f = fakeLeases({ running: 5, limit: 8 });
     const { host } = setup({}, undefined, { leases: f.leases });
     await createSession(host);
     await turn(host, "one");
@@ -61,21 +68,30 @@ describe("execution slots kept between turns", () => {
     expect(f.calls).toEqual(["acquire", "release last", "acquire", "release last"]);
   });
 
-  it("lease: the limiter asking about a kept slot gets 'not running' and the slot is gone (the next turn asks again)", async () => {
-    const f = fakeLeases({ running: 1, limit: 8, lingerMs: 10_000 });
+  it("lease: without a way to tell the limiter, every slot goes back as its turn ends", async () => {
+    const f = fakeLeases({ running: 1, limit: 8, keep: false });
+    const { host } = setup({}, undefined, { leases: f.leases });
+    await createSession(host);
+    await turn(host, "one");
+    await waitFor("the slot given back", () => f.calls.length === 2);
+    expect(f.calls).toEqual(["acquire", "release last"]);
+  });
+
+  it("lease: the limiter asking about a kept slot gets 'not running' and the slot is gone (the next turn asks again, and keeps the new one)", async () => {
+    const f = fakeLeases({ running: 1, limit: 8 });
     const { host } = setup({}, undefined, { leases: f.leases });
     await createSession(host);
     await turn(host, "one");
     expect(host.runs(f.owners[0]!)).toBe(false);
     await turn(host, "two");
     // No release of the dropped slot (the limiter dropped the row itself), and a fresh acquire.
-    expect(f.calls).toEqual(["acquire", "acquire"]);
+    expect(f.calls).toEqual(["acquire", "keep last", "acquire", "keep last"]);
     expect(f.owners[1]).not.toBe(f.owners[0]);
   });
 
   it("lease: a slot the limiter asked about during its turn is given back as the turn ends, not kept", async () => {
     const g = gatedHarness();
-    const f = fakeLeases({ running: 1, limit: 8, lingerMs: 10_000 });
+    const f = fakeLeases({ running: 1, limit: 8 });
     const { host } = setup({ gated: g.harness }, undefined, { leases: f.leases });
     await createSession(host, "gated");
     const running = drain(host.exec(execReq({ inputs: [userText("x")] })));
@@ -85,5 +101,16 @@ describe("execution slots kept between turns", () => {
     expect((await running).failure).toBeUndefined();
     await waitFor("the slot given back", () => f.calls.length === 2);
     expect(f.calls).toEqual(["acquire", "release last"]);
+  });
+
+  it("lease: deleting the session gives its kept slot back", async () => {
+    const f = fakeLeases({ running: 1, limit: 8 });
+    const { host } = setup({}, undefined, { leases: f.leases });
+    await createSession(host);
+    await turn(host, "one");
+    const deleted = await host.delete(async () => undefined);
+    expect(deleted.ok).toBe(true);
+    await waitFor("the kept slot given back", () => f.calls.length === 3);
+    expect(f.calls).toEqual(["acquire", "keep last", "release last"]);
   });
 });
