@@ -159,7 +159,7 @@ export interface LiveTurn {
   /** The owner of the tenant's running-execution slot this operation holds, if it took one. */
   lease?: string;
   /** Whether that slot may be kept for the session's next turn when this one ends. */
-  linger?: boolean;
+  keepSlot?: boolean;
 }
 
 export class SessionState {
@@ -233,7 +233,7 @@ export class SessionState {
 
   /** Call after the storage was replaced underneath (erase): nothing cached survives. */
   forget(): void {
-    this.giveBackKept();
+    this._giveBackKept();
     this._initialized = false;
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
@@ -312,7 +312,7 @@ export class SessionState {
       const meta = this.meta.load();
       if (meta) {
         const slot = { owner: lease, tenant: meta.tenant, uid: meta.uid };
-        if (live.linger && !this._idleLease) {
+        if (live.keepSlot && !this._idleLease) {
           this._idleLease = slot;
           if (this._toldKept !== lease) {
             this._toldKept = lease;
@@ -333,7 +333,7 @@ export class SessionState {
   }
 
   /** Gives back the slot kept after the last turn, if any (the session is being erased). */
-  giveBackKept(): void {
+  private _giveBackKept(): void {
     const kept = this._idleLease;
     this._idleLease = undefined;
     if (kept) this._giveBack(kept);
@@ -351,7 +351,7 @@ export class SessionState {
     if (kept) {
       this._idleLease = undefined;
       live.lease = kept.owner;
-      live.linger = true;
+      live.keepSlot = true;
       return success(true);
     }
     const meta = this.meta.load()!;
@@ -365,7 +365,7 @@ export class SessionState {
     }
     live.lease = owner;
     const limit = leases.limit ?? 0;
-    live.linger = leases.keep !== undefined && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
+    live.keepSlot = leases.keep !== undefined && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
     return success(true);
   }
 
@@ -375,9 +375,9 @@ export class SessionState {
    */
   runs(owner: string): boolean {
     if (this.live?.lease === owner) {
-      // The limiter asks only at the limit, and now trusts this row for a while (it vouched for
-      // it): the slot must go back the moment the turn ends, not linger.
-      this.live.linger = false;
+      // The limiter asks at the limit, or about a slot kept a while, and now trusts this row for a
+      // while (it vouched for it): the slot must go back the moment the turn ends, not be kept.
+      this.live.keepSlot = false;
       return true;
     }
     if (this._idleLease?.owner === owner) this._idleLease = undefined;

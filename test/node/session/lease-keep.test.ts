@@ -41,14 +41,20 @@ const turn = async (host: ReturnType<typeof setup>["host"], text: string) => {
   expect(r.failure).toBeUndefined();
 };
 
+/** A session on a limiter stand-in, created (with the built-in echo harness unless `extra` names another). */
+async function sessionOn(o: Parameters<typeof fakeLeases>[0], extra: Parameters<typeof setup>[0] = {}, harness?: string) {
+  const f = fakeLeases(o);
+  const { host } = setup(extra, undefined, { leases: f.leases });
+  await createSession(host, harness);
+  return { f, host };
+}
+
 /** Long enough for a timer that gave the slot back to have fired. */
 const pause = () => new Promise((ok) => setTimeout(ok, 60));
 
 describe("execution slots kept between turns", () => {
   it("lease: turns take one slot however far apart; the limiter hears once that it is kept, and nothing gives it back", async () => {
-    const f = fakeLeases({ running: 1, limit: 8 });
-    const { host } = setup({}, undefined, { leases: f.leases });
-    await createSession(host);
+    const { f, host } = await sessionOn({ running: 1, limit: 8 });
     await turn(host, "one");
     await turn(host, "two");
     await pause();
@@ -58,9 +64,7 @@ describe("execution slots kept between turns", () => {
   });
 
   it("lease: over half the limit, the slot goes back as the turn ends", async () => {
-    const f = fakeLeases({ running: 5, limit: 8 });
-    const { host } = setup({}, undefined, { leases: f.leases });
-    await createSession(host);
+    const { f, host } = await sessionOn({ running: 5, limit: 8 });
     await turn(host, "one");
     await waitFor("the slot given back", () => f.calls.length === 2);
     await turn(host, "two");
@@ -69,18 +73,14 @@ describe("execution slots kept between turns", () => {
   });
 
   it("lease: without a way to tell the limiter, every slot goes back as its turn ends", async () => {
-    const f = fakeLeases({ running: 1, limit: 8, keep: false });
-    const { host } = setup({}, undefined, { leases: f.leases });
-    await createSession(host);
+    const { f, host } = await sessionOn({ running: 1, limit: 8, keep: false });
     await turn(host, "one");
     await waitFor("the slot given back", () => f.calls.length === 2);
     expect(f.calls).toEqual(["acquire", "release last"]);
   });
 
   it("lease: the limiter asking about a kept slot gets 'not running' and the slot is gone (the next turn asks again, and keeps the new one)", async () => {
-    const f = fakeLeases({ running: 1, limit: 8 });
-    const { host } = setup({}, undefined, { leases: f.leases });
-    await createSession(host);
+    const { f, host } = await sessionOn({ running: 1, limit: 8 });
     await turn(host, "one");
     expect(host.runs(f.owners[0]!)).toBe(false);
     await turn(host, "two");
@@ -91,9 +91,7 @@ describe("execution slots kept between turns", () => {
 
   it("lease: a slot the limiter asked about during its turn is given back as the turn ends, not kept", async () => {
     const g = gatedHarness();
-    const f = fakeLeases({ running: 1, limit: 8 });
-    const { host } = setup({ gated: g.harness }, undefined, { leases: f.leases });
-    await createSession(host, "gated");
+    const { f, host } = await sessionOn({ running: 1, limit: 8 }, { gated: g.harness }, "gated");
     const running = drain(host.exec(execReq({ inputs: [userText("x")] })));
     await g.started;
     expect(host.runs(f.owners[0]!)).toBe(true);
@@ -104,9 +102,7 @@ describe("execution slots kept between turns", () => {
   });
 
   it("lease: deleting the session gives its kept slot back", async () => {
-    const f = fakeLeases({ running: 1, limit: 8 });
-    const { host } = setup({}, undefined, { leases: f.leases });
-    await createSession(host);
+    const { f, host } = await sessionOn({ running: 1, limit: 8 });
     await turn(host, "one");
     const deleted = await host.delete(async () => undefined);
     expect(deleted.ok).toBe(true);
