@@ -7,8 +7,9 @@
  * prefix and an erase reset it. Loading it and extending it give the same records and the same
  * parse (test/node/session/session-cache.test.ts checks that on long randomized journals).
  *
- * A journal larger than `maxBytes` (stored bytes) is not kept: every read goes to SQLite again, as
- * it did before this cache existed, so memory stays bounded whatever the session's size.
+ * A journal whose decoded records would take more than `maxHeapBytes` of memory (`heapEstimate`)
+ * is not kept: every read goes to SQLite again, as it did before this cache existed, so memory
+ * stays bounded whatever the session's size.
  * @internal
  */
 import { decodeBinary } from "../../proto/binary-reader.js";
@@ -17,8 +18,43 @@ import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/ex
 import type { AppendedRecord, Journal } from "../journal/journal.js";
 import { compactedThrough, historyAt, isSummary, markerAt } from "../../runtimes/compaction.js";
 
-/** Stored bytes of journal kept decoded in memory at most (the isolate has 128 MB for every object). */
-export const DEFAULT_CACHE_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Memory the decoded journal may take at most, as `heapEstimate` counts it. A Worker isolate has
+ * 128 MB, shared by every object of the class that the platform places in it.
+ */
+export const DEFAULT_CACHE_MAX_HEAP_BYTES = 32 * 1024 * 1024;
+
+/**
+ * What a decoded record costs in memory beyond its own bytes: the Event, its body and nested
+ * messages (protobuf-es objects of some 60-100 bytes each), the seq and the cache's entries.
+ * Measured at 450-750 bytes a record (`npm run bench:memory`, docs/performance.md "Memory").
+ */
+const RECORD_HEAP_BYTES = 768;
+/** Strings and bytes decode to about their stored size; twice it leaves room for the small fields. */
+const PLAIN_BYTE_FACTOR = 2;
+/** A google.protobuf.Struct decodes to a JSON object of some 70 bytes a field: 3.5-5.4x its stored bytes. */
+const JSON_BYTE_FACTOR = 6;
+
+/**
+ * The memory a record of `storedBytes` takes once decoded and cached: an estimate from above, so
+ * the budget holds for journals of small records (where the per-record objects dominate) and of
+ * tool arguments and results (where JSON does), not only for journals of long text.
+ */
+export function heapEstimate(storedBytes: number, event: Event): number {
+  return RECORD_HEAP_BYTES + storedBytes * (carriesJson(event) ? JSON_BYTE_FACTOR : PLAIN_BYTE_FACTOR);
+}
+
+/** Whether an event carries a google.protobuf.Struct: tool arguments and outputs, data parts. */
+function carriesJson(event: Event): boolean {
+  const body = event.body;
+  if (body.case === "tool" || body.case === "result") return true;
+  if (body.case !== "message") return false;
+  for (const part of body.value.parts) {
+    const c = part.part.case;
+    if (c === "data" || c === "toolCall" || c === "toolResult") return true;
+  }
+  return false;
+}
 
 const PAGE = 512;
 
@@ -29,7 +65,8 @@ interface Loaded {
   log: ExecutionLog;
   /** Indices into `list` of its compaction markers (compaction.ts markerAt), ascending. */
   markers: number[];
-  bytes: number;
+  /** heapEstimate summed over the records. */
+  heap: number;
   /** Seqs run 1, 2, 3, ... with no gap (a tampered file may have one: then nothing is cached). */
   contiguous: boolean;
   /** The last history handed out from the first event (list[0 .. its length)), grown in place by the next. */
@@ -43,7 +80,7 @@ export class SessionCache {
 
   constructor(
     private readonly _journal: () => Journal,
-    private readonly _maxBytes = DEFAULT_CACHE_MAX_BYTES,
+    private readonly _maxHeapBytes = DEFAULT_CACHE_MAX_HEAP_BYTES,
   ) {}
 
   /** Every record of the journal, decoded, in seq order. Callers must not change the array. */
@@ -142,9 +179,9 @@ export class SessionCache {
       loaded.list.push(r.decoded);
       noteMarker(loaded.list, loaded.markers);
       loaded.log.push(r.seq, r.decoded);
-      loaded.bytes += r.event.length;
+      loaded.heap += heapEstimate(r.event.length, r.decoded);
     }
-    if (loaded.bytes > this._maxBytes) this._drop();
+    if (loaded.heap > this._maxHeapBytes) this._drop();
   }
 
   /** Forgets everything: the journal was replaced underneath (a fork child's seed, an erase). */
@@ -155,8 +192,8 @@ export class SessionCache {
 
   private _load(): Loaded | undefined {
     if (this._loaded || this._tooLarge) return this._loaded;
-    const all = readAll(this._journal(), this._maxBytes);
-    if (all.bytes > this._maxBytes || !all.contiguous) {
+    const all = readAll(this._journal(), this._maxHeapBytes);
+    if (all.heap > this._maxHeapBytes || !all.contiguous) {
       this._tooLarge = true;
       return undefined;
     }
@@ -189,13 +226,13 @@ function noteMarker(list: readonly Event[], markers: number[]): void {
   if (markerAt(list, list.length - 1) !== undefined) markers.push(list.length - 1);
 }
 
-/** Reads and parses the whole journal; stops early (bytes over the limit) once `stopAbove` is passed. */
+/** Reads and parses the whole journal; stops early (its heapEstimate over the limit) once `stopAbove` is passed. */
 function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded {
   const events: LoggedEvent[] = [];
   const list: Event[] = [];
   const log = new ExecutionLog();
   const markers: number[] = [];
-  let bytes = 0;
+  let heap = 0;
   let contiguous = true;
   for (let at = 1n; ; ) {
     const page = journal.read(at, 0n, PAGE);
@@ -206,9 +243,9 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
       list.push(event);
       noteMarker(list, markers);
       log.push(r.seq, event);
-      bytes += r.event.length;
+      heap += heapEstimate(r.event.length, event);
     }
-    if (bytes > stopAbove || page.length < PAGE) return { events, list, log, markers, bytes, contiguous };
+    if (heap > stopAbove || page.length < PAGE) return { events, list, log, markers, heap, contiguous };
     at = page[page.length - 1]!.seq + 1n;
   }
 }

@@ -90,8 +90,8 @@ export interface SessionHostDeps {
   blobs?: SessionBlobDeps;
   /** Heartbeat, idle limit and queue bound of Tail followers (followers.ts); defaults without. */
   follow?: FollowLimits;
-  /** Stored bytes of journal kept decoded in memory at most (session-cache.ts). */
-  cacheMaxBytes?: number;
+  /** Memory the decoded journal kept in memory may take at most (session-cache.ts heapEstimate). */
+  cacheMaxHeapBytes?: number;
   /** Where structured log lines go (one JSON object each); the console by default (objects/log-line.ts). */
   log?: (line: Record<string, unknown>) => void;
   /**
@@ -213,7 +213,7 @@ export class SessionState {
     if (isSessionInitialized(d.db)) migrateSession(d.db);
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
-    this.cache = new SessionCache(() => this.journal, d.cacheMaxBytes);
+    this.cache = new SessionCache(() => this.journal, d.cacheMaxHeapBytes);
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);
     this.reports = new DirectoryReports({

@@ -9,7 +9,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { parseExecutions } from "../../../objects/controller/execution-log.js";
-import { SessionCache } from "../../../objects/session/session-cache.js";
+import { heapEstimate, SessionCache } from "../../../objects/session/session-cache.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
@@ -170,7 +170,7 @@ describe("the session's in-memory journal", () => {
     expect(s.loggedEvents().length).toBe(Number(s.journal.head().seq));
   });
 
-  it("cache: a journal over its byte budget is not kept, and every read still answers from SQLite", async () => {
+  it("cache: a journal over its memory budget is not kept, and every read still answers from SQLite", async () => {
     const fx = setup();
     await createSession(fx.host);
     const s = stateOf(fx.host);
@@ -180,6 +180,57 @@ describe("the session's in-memory journal", () => {
     expect(small.events()).toEqual(stored);
     expect(small.parsed()).toEqual(parseExecutions(stored));
     expect(small.range(2n, 4n)).toEqual(stored.slice(1, 4));
+  });
+
+  it("cache: its budget counts what the decoded records take in memory, not their stored bytes", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    // 60 small records: a few kilobytes stored, some 50 KB once decoded (bench/memory.ts).
+    for (let i = 0; i < 60; i++) inject(fx.host, [ev(`e${i}`, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } })]);
+    const rows = s.journal.read(1n, 0n, 1000);
+    const storedBytes = rows.reduce((n, r) => n + r.event.length, 0);
+    const stored = rows.map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const budget = 20_000;
+    expect(storedBytes).toBeLessThan(budget / 4);
+    // Kept: every read hands out the same array. Not kept: each read is SQLite's, a new array.
+    const roomy = new SessionCache(() => s.journal, 200_000);
+    expect(roomy.events()).toBe(roomy.events());
+    const tight = new SessionCache(() => s.journal, budget);
+    expect(tight.events()).not.toBe(tight.events());
+    expect(tight.events()).toEqual(stored);
+    expect(tight.parsed()).toEqual(parseExecutions(stored));
+  });
+
+  it("cache: appends that take it past its memory budget let the kept records go; reads then answer from SQLite", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const start = (i: number) => ev(`e${i}`, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } });
+    const cache = new SessionCache(() => s.journal, 10 * heapEstimate(40, start(0)));
+    inject(fx.host, [start(0), start(1)]);
+    expect(cache.events()).toBe(cache.events());
+    for (let i = 2; i < 30; i++) {
+      const r = s.append([start(i)], { fence: 0n, mintFence: true });
+      if (!r.ok) throw new Error(r.reason);
+      cache.appended(r.records);
+    }
+    const stored = s.journal.read(1n, 0n, 1000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expect(cache.events()).not.toBe(cache.events());
+    expect(cache.events()).toEqual(stored);
+    expect(cache.range(5n, 7n)).toEqual(stored.slice(4, 7));
+    expect(cache.parsed()).toEqual(parseExecutions(stored));
+  });
+
+  it("cache: a record carrying JSON (tool arguments and results, data parts) counts at several times its stored bytes, text at about its size", () => {
+    const text = ev("e", EventKind.EVENT_OUTPUT, { case: "message", value: userText("x".repeat(1000)) });
+    const tool = ev("e", EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: "t", tool: "look", args: { a: 1 } } });
+    const result = ev("e", EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: "t", output: { a: 1 } } });
+    const data = ev("e", EventKind.EVENT_INPUT, { case: "message", value: { role: "user", parts: [{ part: { case: "data", value: { data: { a: 1 } } } }] } });
+    // What bench/memory.ts measured: about 700 bytes a record besides its bytes; JSON 1-5x its stored bytes.
+    expect(heapEstimate(1000, text)).toBeGreaterThanOrEqual(1000 + 700);
+    for (const e of [tool, result, data]) expect(heapEstimate(1000, e)).toBeGreaterThanOrEqual(5 * 1000 + 700);
+    expect(heapEstimate(1000, text)).toBeLessThan(heapEstimate(1000, tool));
   });
 
   it("cache: a turn's history grows the last one handed out in place; an earlier point gets a copy and leaves it be", async () => {
@@ -209,7 +260,7 @@ describe("the session's in-memory journal", () => {
     expect(s.cache.history(s.journal.head().seq)).toEqual(stored());
   });
 
-  it("cache: over its byte budget, history and latestOpen read back only as far as they need and say what the kept cache says", async () => {
+  it("cache: over its memory budget, history and latestOpen read back only as far as they need and say what the kept cache says", async () => {
     const fx = setup();
     await createSession(fx.host);
     const s = stateOf(fx.host);
@@ -237,7 +288,7 @@ describe("the session's in-memory journal", () => {
     inject(fx.host, [ev("e259", EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } })]);
     expect(new SessionCache(() => s.journal, 200).latestOpen()).toBe(false);
   });
-  it("cache: over its byte budget, a compacting turn split across two pages of the read back is still bounded at its summary", async () => {
+  it("cache: over its memory budget, a compacting turn split across two pages of the read back is still bounded at its summary", async () => {
     const fx = setup();
     await createSession(fx.host);
     const s = stateOf(fx.host);
