@@ -81,6 +81,8 @@ export class SessionCache {
   constructor(
     private readonly _journal: () => Journal,
     private readonly _maxHeapBytes = DEFAULT_CACHE_MAX_HEAP_BYTES,
+    /** Told once per object life, with the records counted so far, when the journal outgrows the budget. */
+    private readonly _onOverBudget?: (records: number, heapEstimate: number) => void,
   ) {}
 
   /** Every record of the journal, decoded, in seq order. Callers must not change the array. */
@@ -181,7 +183,7 @@ export class SessionCache {
       loaded.log.push(r.seq, r.decoded);
       loaded.heap += heapEstimate(r.event.length, r.decoded);
     }
-    if (loaded.heap > this._maxHeapBytes) this._drop();
+    if (loaded.heap > this._maxHeapBytes) this._drop(loaded.events.length, loaded.heap);
   }
 
   /** Forgets everything: the journal was replaced underneath (a fork child's seed, an erase). */
@@ -195,15 +197,17 @@ export class SessionCache {
     const all = readAll(this._journal(), this._maxHeapBytes);
     if (all.heap > this._maxHeapBytes || !all.contiguous) {
       this._tooLarge = true;
+      if (all.heap > this._maxHeapBytes) this._onOverBudget?.(all.events.length, all.heap);
       return undefined;
     }
     this._loaded = all;
     return all;
   }
 
-  private _drop(): void {
+  private _drop(records: number, heap: number): void {
     this._loaded = undefined;
     this._tooLarge = true;
+    this._onOverBudget?.(records, heap);
   }
 }
 

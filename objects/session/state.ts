@@ -36,11 +36,12 @@ import { MetaStore, type SessionMeta } from "./meta-store.js";
 import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized, migrateSession } from "./schema.js";
-import { SessionCache } from "./session-cache.js";
+import { DEFAULT_CACHE_MAX_HEAP_BYTES, SessionCache } from "./session-cache.js";
 import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
 import { LazyTimer } from "../lazy-timer.js";
+import { writeLogLine } from "../log-line.js";
 import { DirectoryReports } from "./directory-reports.js";
 import { DESCRIBE_TIMEOUT_MS, describeWithin, Placement } from "./placement.js";
 
@@ -213,7 +214,20 @@ export class SessionState {
     if (isSessionInitialized(d.db)) migrateSession(d.db);
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
-    this.cache = new SessionCache(() => this.journal, d.cacheMaxHeapBytes);
+    this.cache = new SessionCache(
+      () => this.journal,
+      d.cacheMaxHeapBytes,
+      (records, heap) =>
+        (d.log ?? writeLogLine)({
+          level: "warn",
+          msg: "journal cache over budget",
+          component: "session",
+          session: this.meta.load()?.uid ?? "",
+          records,
+          estimated_bytes: heap,
+          budget_bytes: d.cacheMaxHeapBytes ?? DEFAULT_CACHE_MAX_HEAP_BYTES,
+        }),
+    );
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);
     this.reports = new DirectoryReports({

@@ -222,6 +222,31 @@ describe("the session's in-memory journal", () => {
     expect(cache.parsed()).toEqual(parseExecutions(stored));
   });
 
+  it("cache: a session whose journal outgrows the budget says so once in a warn line (counts only), and its turns go on from SQLite", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 20_000 });
+    const uid = await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const outputs: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      // Something reads the journal after the first turn (an echo turn alone never loads it).
+      if (i === 1) expect(s.loggedEvents()).toBe(s.loggedEvents());
+      const { updates, failure } = await drain(fx.host.exec(execReq({ session: uid, inputs: [userText(`secret ${i}`)] })));
+      expect(failure).toBeUndefined();
+      for (const u of updates)
+        if (u.update.case === "record" && u.update.value.event!.kind === EventKind.EVENT_OUTPUT && u.update.value.event!.body.case === "message")
+          outputs.push(u.update.value.event!.body.value.parts.map((p) => (p.part.case === "text" ? p.part.value.text : "")).join(""));
+    }
+    expect(outputs).toEqual(Array.from({ length: 12 }, (_, i) => `echo:secret ${i}`));
+    const lines = fx.logs.filter((l) => l.msg === "journal cache over budget");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: "warn", component: "session", session: uid, budget_bytes: 20_000 });
+    expect(lines[0]!.records).toBeGreaterThan(0);
+    expect(lines[0]!.estimated_bytes).toBeGreaterThan(20_000);
+    expect(JSON.stringify(lines)).not.toContain("secret");
+    expect(s.loggedEvents()).not.toBe(s.loggedEvents());
+    expect(fx.logs.filter((l) => l.msg === "journal cache over budget")).toHaveLength(1);
+  });
+
   it("cache: a record carrying JSON (tool arguments and results, data parts) counts at several times its stored bytes, text at about its size", () => {
     const text = ev("e", EventKind.EVENT_OUTPUT, { case: "message", value: userText("x".repeat(1000)) });
     const tool = ev("e", EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: "t", tool: "look", args: { a: 1 } } });

@@ -55,6 +55,8 @@ export interface SetupOptions {
   runtime?: Runtime;
   /** Harnesses that are not built in (registered or tunnel ones), as SessionObject resolves them. */
   remote?: SessionHostDeps["remote"];
+  /** The in-memory journal's budget (objects/session/session-cache.ts; the host's default without). */
+  cacheMaxHeapBytes?: number;
 }
 
 export function setup(extra: Record<string, Harness> = {}, models?: (sessionModel: string) => ModelInvoker, o: SetupOptions = {}) {
@@ -82,6 +84,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     directoryBurstMs: o.directoryBurstMs,
     leases: o.leases,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
+    cacheMaxHeapBytes: o.cacheMaxHeapBytes,
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
       alarm.at = at;
