@@ -4,6 +4,7 @@
  * nothing here is logged or journaled.
  */
 import { DEFAULT_BLOB_INLINE_MAX_BYTES } from "../proto/blob-ref.js";
+import { DEFAULT_CACHE_MAX_HEAP_BYTES } from "./session/session-cache.js";
 import type { OpenAiChatConfig } from "./models/openai-chat.js";
 import type { HttpExecutorConfig } from "./tools/http-executor.js";
 import type { McpExecutorConfig } from "./tools/mcp-executor.js";
@@ -82,6 +83,8 @@ export interface ConfigEnv {
   TAIL_HEARTBEAT_MS?: string;
   TAIL_IDLE_LIMIT_MS?: string;
   TAIL_MAX_QUEUE_BYTES?: string;
+  /** Memory a session object keeps its decoded journal in, as estimated (objects/session/session-cache.ts); 0 keeps none. */
+  JOURNAL_CACHE_MAX_BYTES?: string;
 }
 
 /** What one request, one event and one tenant may use. Every limit is refused before anything is written. */
@@ -105,6 +108,8 @@ export interface HostLimits {
   rateBurst: number;
   /** Tail followers: heartbeat after this idle time, end after this one, cut off past this many queued bytes. */
   follow: { heartbeatMs: number; idleLimitMs: number; maxQueueBytes: number };
+  /** Memory one session object keeps its decoded journal in (heapEstimate); past it, reads go to SQLite. */
+  journalCacheMaxBytes: number;
   /** Variables that were set but not a valid value, so their default applies: logged once (worker/index.ts). */
   ignored: string[];
 }
@@ -139,6 +144,7 @@ export function hostLimits(env: ConfigEnv): HostLimits {
       idleLimitMs: whole("TAIL_IDLE_LIMIT_MS", 600_000),
       maxQueueBytes: whole("TAIL_MAX_QUEUE_BYTES", 4 * 1024 * 1024),
     },
+    journalCacheMaxBytes: whole("JOURNAL_CACHE_MAX_BYTES", DEFAULT_CACHE_MAX_HEAP_BYTES, true),
     ignored,
   };
 }

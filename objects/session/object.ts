@@ -63,6 +63,7 @@ export class SessionObject extends DurableObject<Env> {
         own: (tenant, uids, shas) => directoryStub(env, tenant).ownBlobs(uids, shas),
       },
       follow: limits.follow,
+      cacheMaxHeapBytes: limits.journalCacheMaxBytes,
       leases:
         settings.maxConcurrent > 0
           ? {
