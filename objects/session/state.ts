@@ -214,19 +214,22 @@ export class SessionState {
     if (isSessionInitialized(d.db)) migrateSession(d.db);
     this.meta = new MetaStore(d.db);
     this.journal = new Journal(d.db, d.maxEventBytes, d.clock);
+    // A budget of 0 keeps nothing by the operator's choice: no session has outgrown anything.
     this.cache = new SessionCache(
       () => this.journal,
       d.cacheMaxHeapBytes,
-      (records, heap) =>
-        (d.log ?? writeLogLine)({
-          level: "warn",
-          msg: "journal cache over budget",
-          component: "session",
-          session: this.meta.load()?.uid ?? "",
-          records,
-          estimated_bytes: heap,
-          budget_bytes: d.cacheMaxHeapBytes ?? DEFAULT_CACHE_MAX_HEAP_BYTES,
-        }),
+      d.cacheMaxHeapBytes === 0
+        ? undefined
+        : (records, heap) =>
+            (d.log ?? writeLogLine)({
+              level: "warn",
+              msg: "journal cache over budget",
+              component: "session",
+              session: this.meta.load()?.uid ?? "",
+              records,
+              estimated_bytes: heap,
+              budget_bytes: d.cacheMaxHeapBytes ?? DEFAULT_CACHE_MAX_HEAP_BYTES,
+            }),
     );
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);

@@ -247,6 +247,17 @@ describe("the session's in-memory journal", () => {
     expect(fx.logs.filter((l) => l.msg === "journal cache over budget")).toHaveLength(1);
   });
 
+  it("cache: a budget of 0 keeps nothing and writes no line: every read answers from SQLite", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    const uid = await createSession(fx.host);
+    const s = stateOf(fx.host);
+    for (let i = 0; i < 3; i++) expect((await drain(fx.host.exec(execReq({ session: uid, inputs: [userText(`t${i}`)] })))).failure).toBeUndefined();
+    const stored = s.journal.read(1n, 0n, 1000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expect(s.loggedEvents()).not.toBe(s.loggedEvents());
+    expect(s.loggedEvents()).toEqual(stored);
+    expect(fx.logs.filter((l) => l.msg === "journal cache over budget")).toEqual([]);
+  });
+
   it("cache: a record carrying JSON (tool arguments and results, data parts) counts at several times its stored bytes, text at about its size", () => {
     const text = ev("e", EventKind.EVENT_OUTPUT, { case: "message", value: userText("x".repeat(1000)) });
     const tool = ev("e", EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: "t", tool: "look", args: { a: 1 } } });
