@@ -69,9 +69,12 @@ export async function send(
     } catch (e) {
       const err = e as Error & { cause?: Error & { code?: string } };
       // A kept-alive connection the server closed as the request went out on it: the client's
-      // pool raced the server's idle close, and no answer was refused. Sent again (on another
-      // connection); a request that itself makes the host drop connections fails every time.
-      if (err.cause?.code === "UND_ERR_SOCKET" && err.cause.message === "other side closed" && attempt < RESENDS) {
+      // pool raced the server's idle close, and no answer was refused. The same race while a large
+      // body is still being written shows as EPIPE (one CI run, a huge-string DeleteSession). Sent
+      // again (on another connection); a request that itself makes the host drop connections
+      // fails every time.
+      const closedUnder = (err.cause?.code === "UND_ERR_SOCKET" && err.cause.message === "other side closed") || err.cause?.code === "EPIPE";
+      if (closedUnder && attempt < RESENDS) {
         resent.count++;
         continue;
       }
