@@ -9,8 +9,10 @@
  * Pure: takes decoded records, returns a model of the executions or the first malformation.
  * Tested in test/node/controller/execution-log.test.ts.
  */
+import { create } from "@bufbuild/protobuf";
 import {
   EventKind,
+  ExecutionStartSchema,
   Lifecycle_Kind,
   Mediation,
   ToolResult_Code,
@@ -53,8 +55,18 @@ export type ParsedLog =
       executions: Execution[];
       /** The seq of the journal's latest LIFECYCLE(FORK) marker, 0 when it has none. */
       lastForkSeq: bigint;
+      /**
+       * Set on the parse a session keeps of a journal too large to hold decoded in memory
+       * (ExecutionLog's latest-only mode, objects/session/session-cache.ts): `executions` then holds
+       * the latest execution alone, `events` none of the records, and an execution's Start.history
+       * comes from here. Replay needs the whole parse and refuses this one.
+       */
+      latestOnly?: { history(ex: Execution): Event[] };
     }
   | { ok: false; seq: bigint; detail: string };
+
+/** What a slimmed execution keeps of its start (latest-only ExecutionLog): nothing reads it. */
+const SLIM_START: ExecutionStart = create(ExecutionStartSchema);
 
 const EFFECT_KINDS = new Set<EventKind>([
   EventKind.EVENT_LIFECYCLE, // a compaction marker only: other LIFECYCLE records are session-scoped
@@ -79,15 +91,24 @@ export function parseExecutions(events: LoggedEvent[]): ParsedLog {
  * Feeding the journal's records in order and asking for the `view` gives exactly what
  * parseExecutions gives for them (test/node/controller/execution-log.test.ts checks it on long,
  * randomized journals). Once a record is malformed the log stays malformed at that record.
+ *
+ * Latest-only (`new ExecutionLog(true)`), it checks every record the same way but keeps only what
+ * operations on the session's latest execution need: that execution whole, and of every earlier one
+ * its approval decisions (`decision`, for a retried decision) and what the checks look at. Its
+ * memory then grows with the number of executions, not with their records (`latestView`).
  */
 export class ExecutionLog {
   private readonly _byId = new Map<string, Execution>();
   private readonly _order: Execution[] = [];
   private readonly _gates = new Map<string, OpenGate>();
+  /** Latest-only: ids of earlier executions slimmed down after recording effects. */
+  private readonly _hadEffects = new Set<string>();
   private _bad: { seq: bigint; detail: string } | undefined;
   private _index = 0;
   private _lastForkSeq = 0n;
   private _prev: Event | undefined;
+
+  constructor(private readonly _latestOnly = false) {}
 
   push(seq: bigint, event: Event): void {
     const i = this._index++;
@@ -111,19 +132,24 @@ export class ExecutionLog {
       if (event.body.case !== "executionStart") return bad(`EXECUTION_START at ${seq} has no body`);
       ex = { id: event.executionId, firstIndex: i, firstSeq: seq, lastSeq: seq, start: event.body.value, inputs: [], effects: [], errors: [] };
       this._byId.set(ex.id, ex);
+      if (this._latestOnly) {
+        const before = this._order.pop();
+        if (before) this._slim(before);
+      }
       this._order.push(ex);
       return;
     }
     ex.lastSeq = seq;
+    const whole = !this._latestOnly || ex === this._order[this._order.length - 1];
     switch (event.kind) {
       case EventKind.EVENT_EXECUTION_START:
         return bad(`execution ${ex.id} has a second EXECUTION_START at ${seq}`);
       case EventKind.EVENT_INPUT:
-        if (ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0) {
+        if (ex.effects.length > 0 || this._hadEffects.has(ex.id) || ex.endState !== undefined || ex.errors.length > 0) {
           return bad(`INPUT at ${seq} comes after the execution's effects`);
         }
-        if (event.body.case === "message") ex.inputs.push(event.body.value);
-        else ex.payloadlessInput ??= seq;
+        if (event.body.case !== "message") ex.payloadlessInput ??= seq;
+        else if (whole) ex.inputs.push(event.body.value);
         return;
       case EventKind.EVENT_END:
         if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
@@ -137,9 +163,45 @@ export class ExecutionLog {
         if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
         const misplaced = stepGate(this._gates, ex.id, seq, event) ?? misplacedCompaction(ex, seq, event, prev);
         if (misplaced) return bad(misplaced);
-        ex.effects.push({ seq, event });
+        if (whole || event.kind === EventKind.EVENT_APPROVAL_RESULT) ex.effects.push({ seq, event });
+        else this._hadEffects.add(ex.id);
       }
     }
+  }
+
+  /** Latest-only: an execution no longer the latest keeps its decisions and what the checks read. */
+  private _slim(ex: Execution): void {
+    if (ex.effects.length > 0) this._hadEffects.add(ex.id);
+    ex.effects = ex.effects.filter((e) => e.event.kind === EventKind.EVENT_APPROVAL_RESULT);
+    ex.inputs = [];
+    ex.start = SLIM_START;
+  }
+
+  /**
+   * The decision recorded for the gate of `toolCallId` whose request is at `requestSeq`, in
+   * execution `executionId`, if there is one (what an exact retry of a decision gets back).
+   */
+  decision(executionId: string, toolCallId: string, requestSeq: bigint): LoggedEvent | undefined {
+    return this._byId.get(executionId)?.effects.find((e) => {
+      const b = e.event.body;
+      return (
+        e.event.kind === EventKind.EVENT_APPROVAL_RESULT &&
+        b.case === "approvalResult" &&
+        b.value.toolCallId === toolCallId &&
+        b.value.requestSeq === requestSeq
+      );
+    });
+  }
+
+  /**
+   * Latest-only: the parse as operations on the latest execution see it (ParsedLog.latestOnly),
+   * `history` giving an execution's Start.history.
+   */
+  latestView(history: (ex: Execution) => Event[]): ParsedLog {
+    if (this._bad) return { ok: false, seq: this._bad.seq, detail: this._bad.detail };
+    const last = this._order[this._order.length - 1];
+    const executions = last ? [{ ...last, inputs: last.inputs.slice(), effects: last.effects.slice(), errors: last.errors.slice() }] : [];
+    return { ok: true, events: [], executions, lastForkSeq: this._lastForkSeq, latestOnly: { history } };
   }
 
   /**
@@ -147,6 +209,7 @@ export class ExecutionLog {
    * change what a view holds: the one execution they can still grow, the latest, is copied.
    */
   view(events: LoggedEvent[]): ParsedLog {
+    if (this._latestOnly) throw new Error("a latest-only ExecutionLog has no whole view: use latestView");
     if (this._bad) return { ok: false, seq: this._bad.seq, detail: this._bad.detail };
     const executions = this._order.slice();
     const last = executions[executions.length - 1];
@@ -256,6 +319,7 @@ export function latestExecution(parsed: Extract<ParsedLog, { ok: true }>): Execu
  * point on (runtimes/compaction.ts), so live, recovered and replayed runs see the same events.
  */
 export function historyOf(parsed: Extract<ParsedLog, { ok: true }>, ex: Execution): Event[] {
+  if (parsed.latestOnly) return parsed.latestOnly.history(ex);
   return boundHistory(
     parsed.events.slice(0, ex.firstIndex).map((e) => e.event),
     ex.firstIndex,

@@ -48,6 +48,7 @@ export async function replayJournal(journal: LoggedEvent[] | ParsedLog, o: Repla
   });
   const parsed = Array.isArray(journal) ? parseExecutions(journal) : journal;
   if (!parsed.ok) return report(false, [], `invalid execution log: ${parsed.detail}`, parsed.seq);
+  if (parsed.latestOnly) throw new Error("replay needs the whole journal's parse, not the latest execution's (SessionCache.parsed)");
   const completed = parsed.executions.filter((ex) => ex.endState === "COMPLETED");
 
   // Preflight every completed execution before any harness runs (§2.4 step 3).

@@ -11,7 +11,7 @@
 import { create, equals } from "@bufbuild/protobuf";
 import { EventKind, EventSchema, IdentityRefSchema, type Event, type IdentityRef } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
-import { checkInputs, latestExecution, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
+import { checkInputs, latestExecution, type ParsedLog } from "../controller/execution-log.js";
 import type { StoredRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure } from "./failures.js";
 import { failure, success, type Outcome } from "./outcomes.js";
@@ -38,8 +38,7 @@ export function approveGate(s: SessionState, d: Decision): Outcome<{ session: Se
   const invalid = (why: string) => failure("invalid_decision", `${why}; nothing was recorded`);
 
   // An exact retry returns the original record, even after the receipt, END or later turns.
-  const ex = parsed.executions.find((e) => e.id === d.executionId);
-  const prior = ex?.effects.find((e) => isDecisionFor(e, d.toolCallId, d.requestSeq));
+  const prior = s.cache.decision(d.executionId, d.toolCallId, d.requestSeq);
   if (prior) {
     if (sameDecision(prior.event, d)) return success({ session: s.render(), decision: recordAt(s, prior.seq) });
     return invalid(`tool call ${d.toolCallId} was already decided at seq ${prior.seq} with a different decision, reason or identity`);
@@ -131,13 +130,6 @@ function deadlineDecisionAwaitingReceipt(parsed: ParsedLog): boolean {
   if (!decision || decision.event.actor?.principal !== DEADLINE_ACTOR) return false;
   const requestSeq = decision.event.body.case === "approvalResult" ? decision.event.body.value.requestSeq : 0n;
   return !latest.effects.some((e) => e.event.body.case === "result" && e.event.body.value.approvalRequestSeq === requestSeq);
-}
-
-function isDecisionFor(e: LoggedEvent, toolCallId: string, requestSeq: bigint): boolean {
-  const b = e.event.body;
-  return (
-    e.event.kind === EventKind.EVENT_APPROVAL_RESULT && b.case === "approvalResult" && b.value.toolCallId === toolCallId && b.value.requestSeq === requestSeq
-  );
 }
 
 /** Same approved, reason and identity; an omitted identity equals an all-empty one. */

@@ -34,7 +34,7 @@ export async function auditSession(s: SessionState, replay: boolean, anchor?: { 
   if (!replay) return success({ chain, blobs });
   // Replay serves the harness what it was served live: blob references resolved (when they can be).
   const resolved = blobs.ok ? await s.resolvedEvents() : undefined;
-  const report = await replayJournal(resolved ? parseExecutions(resolved) : s.parsedLog(), {
+  const report = await replayJournal(resolved ? parseExecutions(resolved) : s.cache.parsed(), {
     sessionUid: s.uid,
     describe: s.describer(),
     defaultHarness: DEFAULT_HARNESS,

@@ -8,8 +8,11 @@
  * parse (test/node/session/session-cache.test.ts checks that on long randomized journals).
  *
  * A journal whose decoded records would take more than `maxHeapBytes` of memory (`heapEstimate`)
- * is not kept: every read goes to SQLite again, as it did before this cache existed, so memory
- * stays bounded whatever the session's size.
+ * is not kept: reads of records go to SQLite again, each for the records it asks for, so memory
+ * stays bounded whatever the session's size. What the session's operations decide from the parse
+ * (the latest execution, its gate, a retried decision) is still kept, in a latest-only
+ * ExecutionLog that every append extends: it costs memory per execution, not per record, and
+ * spares those operations a read of the whole journal (`current`).
  * @internal
  */
 import { decodeBinary } from "../../proto/binary-reader.js";
@@ -73,10 +76,18 @@ interface Loaded {
   handed?: Event[];
 }
 
+/** The parse kept of a journal not kept in memory, and the seq of the last record it was fed. */
+interface Light {
+  log: ExecutionLog;
+  head: bigint;
+}
+
 export class SessionCache {
   private _loaded: Loaded | undefined;
-  /** Set once the journal outgrew the budget in this object's life: reads go to SQLite. */
+  /** Set once the journal outgrew the budget (or has a gap) in this object's life: reads go to SQLite. */
   private _tooLarge = false;
+  /** Then, once an operation needed the parse: the latest-only parse, kept up to date. */
+  private _light: Light | undefined;
 
   constructor(
     private readonly _journal: () => Journal,
@@ -152,7 +163,10 @@ export class SessionCache {
     return tail.map((e) => e.event);
   }
 
-  /** The journal's parse into executions (what parseExecutions gives for events()). */
+  /**
+   * The journal's whole parse into executions (what parseExecutions gives for events()): for an
+   * operation over every execution (a replay audit). Not kept in memory, it reads the journal.
+   */
   parsed(): ParsedLog {
     const loaded = this._load();
     if (loaded) return loaded.log.view(loaded.events);
@@ -160,15 +174,48 @@ export class SessionCache {
     return all.log.view(all.events);
   }
 
-  /** Whether the latest execution never ended (a malformed journal: false, as parseExecutions says). */
-  latestOpen(): boolean {
+  /**
+   * The parse as operations on the latest execution need it: parsed() while the journal is kept in
+   * memory; past the budget, the latest-only parse (ParsedLog.latestOnly), whose histories read back
+   * only to their latest compaction point (`history`). Same verdict, latest execution and fork seq
+   * either way (test/node/session/session-cache.test.ts).
+   */
+  current(): ParsedLog {
     const loaded = this._load();
-    if (loaded) return loaded.log.latestOpen();
-    return latestOpenFromEnd(this._journal());
+    if (loaded) return loaded.log.view(loaded.events);
+    return this._lightLog().latestView((ex) => this.history(ex.firstSeq - 1n));
+  }
+
+  /**
+   * Whether the latest execution never ended (a malformed journal: false, as parseExecutions says).
+   * Past the budget, before any operation needed the parse, it reads back from the head to the
+   * latest EXECUTION_START only: a turn does not pay for building the parse.
+   */
+  latestOpen(): boolean {
+    const log = this._load()?.log ?? this._light?.log;
+    return log ? log.latestOpen() : latestOpenFromEnd(this._journal());
+  }
+
+  /** The decision recorded for a gate, in any execution (ExecutionLog.decision). */
+  decision(executionId: string, toolCallId: string, requestSeq: bigint): LoggedEvent | undefined {
+    return (this._load()?.log ?? this._lightLog()).decision(executionId, toolCallId, requestSeq);
   }
 
   /** Records the session just appended (in seq order, right after the cached head). */
   appended(records: readonly AppendedRecord[]): void {
+    const light = this._light;
+    if (light) {
+      for (const r of records) {
+        if (r.seq !== light.head + 1n) {
+          // Something wrote around this parse: build it again from the journal when next asked.
+          this._light = undefined;
+          return;
+        }
+        light.log.push(r.seq, r.decoded);
+        light.head = r.seq;
+      }
+      return;
+    }
     const loaded = this._loaded;
     if (!loaded) return;
     for (const r of records) {
@@ -190,6 +237,7 @@ export class SessionCache {
   reset(): void {
     this._loaded = undefined;
     this._tooLarge = false;
+    this._light = undefined;
   }
 
   private _load(): Loaded | undefined {
@@ -204,7 +252,29 @@ export class SessionCache {
     return all;
   }
 
+  /** The latest-only parse of a journal not kept: built from the whole journal, once in this object's life. */
+  private _lightLog(): ExecutionLog {
+    if (this._light) return this._light.log;
+    const light: Light = { log: new ExecutionLog(true), head: 0n };
+    const journal = this._journal();
+    for (let at = 1n; ; ) {
+      const page = journal.read(at, 0n, PAGE);
+      for (const r of page) {
+        light.log.push(r.seq, decodeBinary(EventSchema, r.event));
+        light.head = r.seq;
+      }
+      if (page.length < PAGE) break;
+      at = page[page.length - 1]!.seq + 1n;
+    }
+    this._light = light;
+    return light.log;
+  }
+
   private _drop(records: number, heap: number): void {
+    // The records are all in memory: the latest-only parse is made from them, not read again.
+    const log = new ExecutionLog(true);
+    for (const e of this._loaded!.events) log.push(e.seq, e.event);
+    this._light = { log, head: BigInt(records) };
     this._loaded = undefined;
     this._tooLarge = true;
     this._onOverBudget?.(records, heap);

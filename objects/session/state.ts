@@ -517,9 +517,13 @@ export class SessionState {
     return this.cache.range(from, to);
   }
 
-  /** The journal parsed into executions, kept up to date by every append (session-cache.ts). */
+  /**
+   * The journal parsed into executions as operations on its latest execution need it, kept up to
+   * date by every append (session-cache.ts `current`: past the memory budget, the latest
+   * execution's alone). An operation over every execution uses `cache.parsed()`.
+   */
   parsedLog(): ParsedLog {
-    return this.cache.parsed();
+    return this.cache.current();
   }
 
   private async _sendReport(live: boolean): Promise<void> {

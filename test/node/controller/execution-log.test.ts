@@ -5,7 +5,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema, Mediation, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { checkInputs, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
+import { checkInputs, ExecutionLog, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
@@ -70,6 +70,61 @@ describe("parseExecutions", () => {
     expect(parseExecutions(log(start("a", 0n), call, receipt))).toMatchObject({ ok: false, seq: 3n });
     expect(parseExecutions(log(start("a", 0n), request))).toMatchObject({ ok: false, seq: 2n });
     expect(parseExecutions(log(start("a", 0n), receipt))).toMatchObject({ ok: false, seq: 2n });
+  });
+});
+
+describe("a latest-only ExecutionLog (what a session keeps past its memory budget)", () => {
+  const ev = (kind: EventKind, body: Body, id: string) => create(EventSchema, { executionId: id, kind, body });
+  const gate = (id: string, at: bigint) => [
+    ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: `g${id}`, idempotencyKey: "k", mediation: Mediation.REQUIRES_APPROVAL } }, id),
+    ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: `g${id}` } }, id),
+    ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: `g${id}`, approved: true, requestSeq: at + 2n } }, id),
+  ];
+  const latestOnly = (records: LoggedEvent[]) => {
+    const l = new ExecutionLog(true);
+    for (const r of records) l.push(r.seq, r.event);
+    return l;
+  };
+  const verdict = (p: ReturnType<typeof parseExecutions>) => (p.ok ? { ok: true } : p);
+
+  it("parse: it finds every malformation the whole parse finds, at the same record, including in executions it no longer keeps whole", () => {
+    const journals = [
+      // An earlier execution's late INPUT after its effects, with and without its END in between.
+      log(start("a", 1n), input("a"), output("a"), start("b", 0n), input("a")),
+      log(start("a", 0n), output("a"), end("a"), start("b", 0n), output("b"), input("a")),
+      // An earlier execution's effect after its END, its second END, its second start.
+      log(start("a", 0n), end("a"), start("b", 0n), output("a")),
+      log(start("a", 0n), end("a"), start("b", 0n), end("a")),
+      log(start("a", 0n), start("b", 0n), start("a", 0n)),
+      // An earlier execution's gate continued out of order after a later one started.
+      log(start("a", 0n), ...gate("a", 1n).slice(0, 2), start("b", 0n), output("a")),
+      // An earlier execution's INPUT after its ERROR.
+      log(start("a", 0n), error("a"), start("b", 0n), input("a")),
+      // Legitimate: an earlier execution left open, given its INPUT before any effect, closed later.
+      log(start("a", 1n), start("b", 0n), input("a"), output("b"), end("a"), end("b")),
+    ];
+    let bad = 0;
+    for (const j of journals) {
+      const whole = parseExecutions(j);
+      bad += Number(!whole.ok);
+      expect(verdict(latestOnly(j).latestView(() => []) as never)).toEqual(verdict(whole));
+    }
+    expect(bad).toBe(7);
+  });
+
+  it("parse: it keeps the latest execution whole and, of earlier ones, their decisions; it has no whole view", () => {
+    const records = log(start("a", 1n), input("a", "first"), ...gate("a", 2n), end("a"), start("b", 1n), input("b", "second"), output("b"));
+    const l = latestOnly(records);
+    const whole = parseExecutions(records);
+    if (!whole.ok) throw new Error(whole.detail);
+    const view = l.latestView(() => []);
+    if (!view.ok) throw new Error(view.detail);
+    expect(view.executions).toEqual([whole.executions[1]]);
+    expect(view.events).toEqual([]);
+    expect(l.decision("a", "ga", 4n)).toEqual(records[4]);
+    expect(l.decision("a", "ga", 3n)).toBeUndefined();
+    expect(l.decision("b", "ga", 4n)).toBeUndefined();
+    expect(() => l.view(records)).toThrow(/latest-only/);
   });
 });
 

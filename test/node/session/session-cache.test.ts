@@ -8,7 +8,7 @@
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { parseExecutions } from "../../../objects/controller/execution-log.js";
+import { historyOf, latestExecution, parseExecutions } from "../../../objects/controller/execution-log.js";
 import { heapEstimate, SessionCache } from "../../../objects/session/session-cache.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
@@ -104,17 +104,51 @@ function randomStep(r: ReturnType<typeof rng>, n: number, open: Open | undefined
   }
 }
 
+/**
+ * What an operation on the latest execution reads from `current` (a latest-only parse past the
+ * budget) must be what the whole parse says: verdict, latest execution, fork seq, its history, and
+ * every recorded decision.
+ */
+function expectSameForLatest(cache: SessionCache, stored: { seq: bigint; event: Event }[]): void {
+  const whole = parseExecutions(stored);
+  const current = cache.current();
+  if (!whole.ok) {
+    expect(current).toEqual(whole);
+    return;
+  }
+  if (!current.ok) throw new Error(`latest-only parse is malformed where the whole one is not: ${current.detail}`);
+  expect(current.latestOnly).toBeDefined();
+  expect(current.lastForkSeq).toBe(whole.lastForkSeq);
+  const latest = latestExecution(whole);
+  expect(current.executions).toEqual(latest ? [latest] : []);
+  if (latest) expect(historyOf(current, current.executions[0]!)).toEqual(historyOf(whole, latest));
+  expect(cache.latestOpen()).toBe(latest !== undefined && latest.endState === undefined);
+  for (const ex of whole.executions)
+    for (const e of ex.effects)
+      if (e.event.body.case === "approvalResult") expect(cache.decision(ex.id, e.event.body.value.toolCallId, e.event.body.value.requestSeq)).toEqual(e);
+}
+
 describe("the session's in-memory journal", () => {
   it("cache: appended record by record, it equals a cache rebuilt from SQLite and parseExecutions, on 40 random journals of up to 600 records", async () => {
+    await randomJournals(undefined);
+  });
+
+  it("cache: past its memory budget, the latest-only parse it keeps append by append, and one rebuilt from SQLite, say what the whole parse says of the latest execution, on 40 random journals", async () => {
+    await randomJournals(1);
+  });
+
+  async function randomJournals(budget: number | undefined): Promise<void> {
     let malformed = 0;
     let compacted = 0;
+    let decided = 0;
     for (let seed = 1; seed <= 40; seed++) {
       const r = rng(seed);
-      const fx = setup();
+      const fx = setup({}, undefined, budget === undefined ? {} : { cacheMaxHeapBytes: budget });
       const uid = await createSession(fx.host);
       const s = stateOf(fx.host);
       // Loaded before the first append, so everything after is incremental.
       expect(s.loggedEvents()).toEqual([]);
+      expect(s.parsedLog().ok).toBe(true);
       let open: Open | undefined;
       for (let n = 0; n < 150; n++) {
         const events = randomStep(r, n, open, s.journal.head().seq);
@@ -125,6 +159,17 @@ describe("the session's in-memory journal", () => {
         if (n % 25 === 24 || n === 149) {
           const rebuilt = new SessionCache(() => s.journal);
           const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+          decided += stored.filter((x) => x.event.kind === EventKind.EVENT_APPROVAL_RESULT).length;
+          if (budget !== undefined) {
+            // Kept append by append since the first record, and rebuilt from SQLite.
+            expectSameForLatest(s.cache, stored);
+            expectSameForLatest(new SessionCache(() => s.journal, budget), stored);
+            // Before anything builds that parse, latestOpen reads back from the head instead.
+            if (s.parsedLog().ok) expect(new SessionCache(() => s.journal, budget).latestOpen()).toBe(s.cache.latestOpen());
+            expect(s.cache.parsed()).toEqual(parseExecutions(stored));
+            expect(s.loggedEvents()).toEqual(stored);
+            continue;
+          }
           expect(s.loggedEvents()).toEqual(rebuilt.events());
           expect(s.loggedEvents()).toEqual(stored);
           expect(s.parsedLog()).toEqual(rebuilt.parsed());
@@ -142,13 +187,15 @@ describe("the session's in-memory journal", () => {
       if (!s.parsedLog().ok) malformed++;
       void uid;
     }
-    // The journals must exercise both outcomes.
+    // The journals must exercise both outcomes, and decisions.
     expect(malformed).toBeGreaterThan(2);
     expect(malformed).toBeLessThan(38);
+    expect(decided).toBeGreaterThan(100);
     // And histories bounded at a compaction point as well as whole ones.
+    if (budget !== undefined) return;
     expect(compacted).toBeGreaterThan(20);
     expect(compacted).toBeLessThan(220);
-  });
+  }
 
   it("cache: turns, a crash (a new host over the same storage), a recovery and a cancel leave it equal to a rebuild", async () => {
     const fx = setup();

@@ -59,6 +59,15 @@ export interface SetupOptions {
   cacheMaxHeapBytes?: number;
 }
 
+/**
+ * The journal cache budget sessions get unless a test sets one: test/node/session/over-budget.test.ts
+ * sets SESSION_FIXTURE_CACHE_BYTES to run other files' tests on sessions whose journal is past it.
+ */
+function defaultCacheBudget(): number | undefined {
+  const v = process.env.SESSION_FIXTURE_CACHE_BYTES;
+  return v === undefined ? undefined : Number(v);
+}
+
 export function setup(extra: Record<string, Harness> = {}, models?: (sessionModel: string) => ModelInvoker, o: SetupOptions = {}) {
   const db = createTestDb();
   const reports: DirectoryRow[] = [];
@@ -84,7 +93,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     directoryBurstMs: o.directoryBurstMs,
     leases: o.leases,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
-    cacheMaxHeapBytes: o.cacheMaxHeapBytes,
+    cacheMaxHeapBytes: o.cacheMaxHeapBytes ?? defaultCacheBudget(),
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
       alarm.at = at;
