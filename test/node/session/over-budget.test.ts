@@ -28,3 +28,4 @@ await import("./fork-resume.test.js");
 await import("./lifecycle.test.js");
 await import("./conformance-core.test.js");
 await import("./operational-faults.test.js");
+await import("./memory-tier.test.js");
