@@ -2,8 +2,9 @@
  * The history phase of `npm run bench:scaling`: what one turn costs on a session that already
  * holds 0, 5k, 10k and 20k records, against the same turn on a fresh session, for each kind of
  * turn that could read the history: an echo turn, a chat turn on the host's built-in `echo` model
- * (it answers inside the host, so no provider is called), and an inputless Exec (a turn that only
- * looks for something to recover). Per checkpoint and kind it prints both medians and their ratio,
+ * (it answers inside the host, so no provider is called), an inputless Exec (a turn that only
+ * looks for something to recover), and a Cancel with nothing running (it reads the latest
+ * execution, as Approve and Resume do). Per checkpoint and kind it prints both medians and their ratio,
  * and one `bench scaling-<kind>-<records> ratio=… target=<=1.2` line. It asserts nothing.
  *
  * Each kind grows one long session through the checkpoints with Execs of up to 1000 inputs
@@ -13,6 +14,7 @@
  * object and creating its tables, which would flatter the ratio). Sizes:
  * BENCH_SCALING_RECORDS (default 0,5000,10000,20000), BENCH_SCALING_ROUNDS (default 30).
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, interleaved, median, retryProxy503, summary } from "./lib.js";
 
@@ -41,6 +43,20 @@ const KINDS: Kind[] = [
     name: "inputless",
     open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
     turn: (c, uid) => c.exec({ session: uid }),
+  },
+  {
+    // Cancel with nothing running: the session looks at its latest execution and answers
+    // FAILED_PRECONDITION (what Approve, Resume and Cancel all read first).
+    name: "cancel",
+    open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
+    turn: async (c, uid) => {
+      const refused = await c.cancel(uid).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (!(refused instanceof ConnectError) || refused.code !== Code.FailedPrecondition)
+        throw new Error(`an idle Cancel must be refused, got ${String(refused)}`);
+    },
   },
 ];
 

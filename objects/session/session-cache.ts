@@ -88,6 +88,8 @@ export class SessionCache {
   private _tooLarge = false;
   /** Then, once an operation needed the parse: the latest-only parse, kept up to date. */
   private _light: Light | undefined;
+  /** Until then, once a turn asked latestOpen: the latest execution and whether it ended, kept up to date. */
+  private _tail: Tail | undefined;
 
   constructor(
     private readonly _journal: () => Journal,
@@ -193,7 +195,9 @@ export class SessionCache {
    */
   latestOpen(): boolean {
     const log = this._load()?.log ?? this._light?.log;
-    return log ? log.latestOpen() : latestOpenFromEnd(this._journal());
+    if (log) return log.latestOpen();
+    this._tail ??= latestFromEnd(this._journal());
+    return this._tail.open;
   }
 
   /** The decision recorded for a gate, in any execution (ExecutionLog.decision). */
@@ -203,6 +207,16 @@ export class SessionCache {
 
   /** Records the session just appended (in seq order, right after the cached head). */
   appended(records: readonly AppendedRecord[]): void {
+    const tail = this._tail;
+    if (tail) {
+      for (const r of records) {
+        const ev = r.decoded;
+        if (ev.kind === EventKind.EVENT_EXECUTION_START) {
+          tail.id = ev.executionId;
+          tail.open = true;
+        } else if (ev.kind === EventKind.EVENT_END && ev.executionId === tail.id) tail.open = false;
+      }
+    }
     const light = this._light;
     if (light) {
       for (const r of records) {
@@ -238,6 +252,7 @@ export class SessionCache {
     this._loaded = undefined;
     this._tooLarge = false;
     this._light = undefined;
+    this._tail = undefined;
   }
 
   private _load(): Loaded | undefined {
@@ -325,11 +340,11 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
 }
 
 /**
- * latestOpen for a journal too large to keep: reads back from the head to the latest
+ * latestOpen for a journal too large to keep, before its parse is needed: reads back from the head to the latest
  * EXECUTION_START only, and says whether an END of that execution follows it. (A malformed journal,
  * which the full parse calls not open, is judged by the operation that then parses it.)
  */
-function latestOpenFromEnd(journal: Journal): boolean {
+function latestFromEnd(journal: Journal): Tail {
   const ended = new Set<string>();
   for (let hi = journal.head().seq; hi >= 1n; ) {
     const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
@@ -337,11 +352,17 @@ function latestOpenFromEnd(journal: Journal): boolean {
     for (let i = page.length - 1; i >= 0; i--) {
       const ev = page[i]!.event;
       if (ev.kind === EventKind.EVENT_END) ended.add(ev.executionId);
-      else if (ev.kind === EventKind.EVENT_EXECUTION_START) return !ended.has(ev.executionId);
+      else if (ev.kind === EventKind.EVENT_EXECUTION_START) return { id: ev.executionId, open: !ended.has(ev.executionId) };
     }
     hi = lo - 1n;
   }
-  return false;
+  return { id: "", open: false };
+}
+
+/** The latest EXECUTION_START's execution, and whether no END of it followed. */
+interface Tail {
+  id: string;
+  open: boolean;
 }
 
 function readRange(journal: Journal, from: bigint, to: bigint): LoggedEvent[] {

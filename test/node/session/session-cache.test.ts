@@ -371,6 +371,33 @@ describe("the session's in-memory journal", () => {
     inject(fx.host, [ev("e259", EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } })]);
     expect(new SessionCache(() => s.journal, 200).latestOpen()).toBe(false);
   });
+  it("cache: over its memory budget, latestOpen read back once follows the appends after it: a START opens, its END closes, another execution's END does not", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const start = (id: string) => ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } });
+    const end = (id: string) => ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } });
+    for (let i = 0; i < 40; i++) inject(fx.host, [start(`e${i}`), end(`e${i}`)]);
+    const tight = new SessionCache(() => s.journal, 200);
+    expect(tight.latestOpen()).toBe(false);
+    const steps: [Event, boolean][] = [
+      [start("a"), true],
+      [end("e3"), true],
+      [end("a"), false],
+      [start("b"), true],
+      [start("c"), true],
+      [end("b"), true],
+      [end("c"), false],
+    ];
+    for (const [event, open] of steps) {
+      const r = s.append([event], { fence: 0n, mintFence: true });
+      if (!r.ok) throw new Error(r.reason);
+      tight.appended(r.records);
+      expect(tight.latestOpen()).toBe(open);
+      expect(new SessionCache(() => s.journal, 200).latestOpen()).toBe(open);
+    }
+  });
+
   it("cache: over its memory budget, a compacting turn split across two pages of the read back is still bounded at its summary", async () => {
     const fx = setup();
     await createSession(fx.host);
