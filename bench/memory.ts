@@ -8,6 +8,9 @@
  * Runs in Node (`--expose-gc`), whose V8 lays out objects as workerd's does. The journal is an
  * array of encoded events behind the Journal's `read`, so only the cache's own memory is counted.
  * BENCH_MEMORY_RECORDS sets N (20,000). Each journal is measured in a process of its own.
+ *
+ * For journals of whole turns it also measures what a session keeps past its budget instead: the
+ * latest-only parse (SessionCache.current on a budget of 0), per record and per execution.
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -38,6 +41,19 @@ const shapes: Record<string, (i: number) => Event[]> = {
       ev(id, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "echo", inputHash: "ab".repeat(32), id: `mc-${i}` } }),
       ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(`echo:turn ${i}`) }),
       ev(id, EventKind.EVENT_USAGE, { case: "usage", value: { model: "echo", inputTokens: 3n, outputTokens: 4n } }),
+      ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+    ];
+  },
+  "tool chat turn": (i) => {
+    const id = `exec-${i}`;
+    return [
+      ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n, harness: "chat" } }),
+      ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText(`look up ${i}`) }),
+      ev(id, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "m", inputHash: "ab".repeat(32), id: `mc-${i}` } }),
+      ev(id, EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: `t${i}`, tool: "lookup", args: json(10, i) } }),
+      ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: `t${i}`, output: json(40, i) } }),
+      ev(id, EventKind.EVENT_MODEL_CALL, { case: "model", value: { model: "m", inputHash: "cd".repeat(32), id: `mc2-${i}` } }),
+      ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: assistantText(`found ${i}`) }),
       ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
     ];
   },
@@ -76,18 +92,24 @@ if (only === undefined) {
   console.log(`bench memory: ${N.toLocaleString("en-US")} records per journal, Node ${process.version}`);
   console.log("journal                    | stored B/rec | measured B/rec | estimated B/rec | measured ÷ estimated");
   let worst = 0;
+  const light: string[] = [];
   for (const name of Object.keys(shapes)) {
     const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
       env: { ...process.env, BENCH_MEMORY_ONLY: name },
       encoding: "utf8",
     });
     if (r.status !== 0) throw new Error(`bench memory: ${name} failed (exit ${r.status}): ${r.stderr}`);
-    const m = JSON.parse(r.stdout) as { stored: number; measured: number; estimate: number };
+    const m = JSON.parse(r.stdout) as { stored: number; measured: number; estimate: number; light: number; executions: number };
+    if (m.executions > 1)
+      light.push(`${name.padEnd(26)} | ${(m.light / N).toFixed(0).padStart(13)} | ${(m.light / m.executions).toFixed(0).padStart(16)} | ${m.executions}`);
     const ratio = m.measured / m.estimate;
     worst = Math.max(worst, ratio);
     const cell = (n: number, w: number) => (n / N).toFixed(0).padStart(w);
     console.log(`${name.padEnd(26)} | ${cell(m.stored, 12)} | ${cell(m.measured, 14)} | ${cell(m.estimate, 15)} | ${ratio.toFixed(2)}`);
   }
+  console.log("\npast the budget: the latest-only parse kept instead");
+  console.log("journal                    | B/record kept | B/execution kept | executions");
+  for (const line of light) console.log(line);
   console.log(`bench memory ratio=${worst.toFixed(2)} target=<1`);
 } else {
   const turn = shapes[only];
@@ -105,5 +127,14 @@ if (only === undefined) {
   const before = heapUsed();
   if (cache.events().length !== N) throw new Error(`${only}: the cache did not keep all ${N} records`);
   const measured = heapUsed() - before;
-  console.log(JSON.stringify({ stored: stored.reduce((a, b) => a + b.length, 0), measured, estimate }));
+  // The decoded records go; what the session keeps past its budget is the latest-only parse.
+  const executions = cache.parsed().ok ? (cache.parsed() as { executions: unknown[] }).executions.length : 0;
+  const kept = new SessionCache(() => journalOf(stored), 0);
+  const base = heapUsed();
+  const parse = kept.current();
+  if (executions > 1 && !parse.ok) throw new Error(`${only}: the latest-only parse is malformed where the whole one is not`);
+  const light = heapUsed() - base;
+  // Both caches stay reachable until both are measured.
+  if (cache.events().length + (kept.latestOpen() ? 1 : 0) < N) throw new Error("unreachable");
+  console.log(JSON.stringify({ stored: stored.reduce((a, b) => a + b.length, 0), measured, estimate, light, executions }));
 }
