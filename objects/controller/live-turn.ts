@@ -52,8 +52,9 @@ export interface TurnDeps {
   /** Stores parts over the inline limit as blobs before their records commit (docs/blobs.md). */
   blobs?: EventExternalizer;
   /**
-   * Records 1..`to` with every blob reference resolved, when any of them holds one; undefined when
-   * none does (the history is then decoded lazily from the log). A harness never sees a reference.
+   * The history of a turn after record `to` (TurnLog.history: from its latest compaction point on)
+   * with every blob reference resolved, when any of records 1..`to` holds one; undefined when none
+   * does (the history is then decoded lazily from the log). A harness never sees a reference.
    */
   resolvedHistory?: (to: bigint) => Promise<Event[] | undefined>;
 }
@@ -111,7 +112,7 @@ export async function runLiveTurn(plan: LiveTurnPlan, deps: TurnDeps): Promise<T
     // compaction point on (docs/history.md), as replay and recovery hand it.
     history: () => {
       if (before.seq === 0n || plan.memoryRestored) return [];
-      if (resolved) return boundHistory(resolved);
+      if (resolved) return resolved;
       return deps.log.history?.(before.seq) ?? boundHistory(deps.log.events(1n, before.seq));
     },
   });

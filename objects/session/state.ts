@@ -7,7 +7,8 @@
  * SessionHost is their facade.
  * @internal
  */
-import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { type Event, EventKind, EventSchema, type Message } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import type { HarnessDescriptor } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import type { Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { createDirectoryRow } from "../directory/directory-row.js";
@@ -19,13 +20,13 @@ import type { Incarnation, Runtime } from "../../runtimes/runtime-spi.js";
 import { StreamInbox } from "../../runtimes/tunnel/inbox.js";
 import { HarnessDescribeError } from "../controller/errors.js";
 import { randomHex } from "../../proto/ids.js";
-import type { LoggedEvent, ParsedLog } from "../controller/execution-log.js";
+import { historyOf, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
 import type { DescribeHarness } from "../controller/identity.js";
 import type { ModelInvoker } from "../controller/models.js";
 import type { LiveSinkOptions } from "../controller/live-sink.js";
 import type { ToolExecutor } from "../controller/tools.js";
 import type { DirectoryRow } from "../directory/directory-store.js";
-import { BlobMismatchError, resolveEvent, type BlobReference, type Sha256Hex } from "../../proto/blob-ref.js";
+import { BlobMismatchError, blobRefsOf, resolveEvent, type BlobReference, type Sha256Hex } from "../../proto/blob-ref.js";
 import { readBlob, sha256Hex, type BlobStore } from "../blobs/blob-store.js";
 import { createBlobWriter } from "../blobs/blob-writer.js";
 import { SessionBlobs } from "../blobs/session-blobs.js";
@@ -274,10 +275,54 @@ export class SessionState {
    * history and in recovery: never a reference (docs/blobs.md).
    */
   async resolvedEvents(to = 0n): Promise<LoggedEvent[] | undefined> {
-    const b = this.d.blobs;
-    if (!b || !this.blobIndex.any(to)) return undefined;
-    const tenant = this.meta.load()!.tenant;
+    if (!this.d.blobs || !this.blobIndex.any(to)) return undefined;
     const events = to <= 0n ? this.loggedEvents() : this.events(1n, to);
+    const resolve = this._resolver();
+    const out: LoggedEvent[] = [];
+    for (const e of events) out.push({ seq: e.seq, event: await resolve(e.event) });
+    return out;
+  }
+
+  /**
+   * The history of an execution starting after seq `to` (TurnLog.history: from its latest
+   * compaction point on), every blob reference in it resolved and checked; undefined when none of
+   * records 1..`to` references a blob. Only the blobs in that history are read.
+   */
+  async resolvedHistory(to: bigint): Promise<Event[] | undefined> {
+    if (!this.d.blobs || !this.blobIndex.any(to)) return undefined;
+    const resolve = this._resolver();
+    const out: Event[] = [];
+    for (const e of this.cache.history(to)) out.push(await resolve(e));
+    return out;
+  }
+
+  /**
+   * The parse a recovery re-drives (`current`), with the blob references its harness is served
+   * resolved: the latest execution's inputs and effects, and its history (resolvedHistory). The
+   * result holds the latest execution alone (ParsedLog.latestOnly). As it is when the session
+   * has no blob.
+   */
+  async resolvedLatest(): Promise<ParsedLog> {
+    const parsed = this.parsedLog();
+    if (!this.d.blobs || !parsed.ok || !this.blobIndex.any(0n)) return parsed;
+    const ex = parsed.executions[parsed.executions.length - 1];
+    if (!ex) return parsed;
+    const resolve = this._resolver();
+    const inputs: Message[] = [];
+    for (const m of ex.inputs) {
+      const r = await resolve(create(EventSchema, { executionId: ex.id, kind: EventKind.EVENT_INPUT, body: { case: "message", value: m } }));
+      inputs.push(r.body.case === "message" ? r.body.value : m);
+    }
+    const effects: LoggedEvent[] = [];
+    for (const e of ex.effects) effects.push({ seq: e.seq, event: await resolve(e.event) });
+    const history = (await this.resolvedHistory(ex.firstSeq - 1n)) ?? historyOf(parsed, ex);
+    return { ok: true, events: [], executions: [{ ...ex, inputs, effects }], lastForkSeq: parsed.lastForkSeq, latestOnly: { history: () => history } };
+  }
+
+  /** Resolves an event's blob references, reading each blob once however often it is named. */
+  private _resolver(): (event: Event) => Promise<Event> {
+    const b = this.d.blobs!;
+    const tenant = this.meta.load()!.tenant;
     const fetched = new Map<string, Promise<Uint8Array>>();
     const fetch = (ref: BlobReference) => {
       let p = fetched.get(ref.sha256);
@@ -290,9 +335,7 @@ export class SessionState {
       }
       return p;
     };
-    const out: LoggedEvent[] = [];
-    for (const e of events) out.push({ seq: e.seq, event: await resolveEvent(e.event, fetch, sha256Hex) });
-    return out;
+    return (event) => (blobRefsOf(event).length === 0 ? Promise.resolve(event) : resolveEvent(event, fetch, sha256Hex));
   }
 
   get uid(): string {

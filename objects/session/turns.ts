@@ -248,7 +248,7 @@ async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: 
         tools: s.toolDeps(),
         inputHash: s.inputHashes,
         blobs: s.blobWriter(),
-        resolvedHistory: async (to) => (await s.resolvedEvents(to))?.map((e) => e.event),
+        resolvedHistory: (to) => s.resolvedHistory(to),
       },
     );
     if (outcome.kind === "parked") {
@@ -334,8 +334,6 @@ async function recover(
 ): Promise<ResumeOutcome> {
   const runtime = o.runtime ?? s.runtime;
   const parsed = s.parsedLog();
-  // The harness is served recorded effects and history as they were: blob references resolved.
-  const resolved = await s.resolvedEvents();
   if (executorMissingForGate(s, parsed)) {
     return Promise.resolve({
       kind: "redriven",
@@ -343,7 +341,8 @@ async function recover(
     });
   }
   live.executionId = parsed.ok ? (latestExecution(parsed)?.id ?? "") : "";
-  return resumeLatest(resolved ?? parsed, {
+  // The harness is served recorded effects and history as they were: blob references resolved.
+  return resumeLatest(await s.resolvedLatest(), {
     tools: s.toolDeps(),
     blobs: s.blobWriter(),
     sessionUid: s.uid,

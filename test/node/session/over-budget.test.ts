@@ -29,3 +29,4 @@ await import("./lifecycle.test.js");
 await import("./conformance-core.test.js");
 await import("./operational-faults.test.js");
 await import("./memory-tier.test.js");
+await import("./blob-history.test.js");

@@ -2,6 +2,7 @@
  * In-process fixtures for session-level tests: a SessionHost on sql.js with a fake clock, a
  * recording Directory, erasure, and chosen harnesses; plus helpers to drain an Exec stream.
  */
+import type { BlobStore } from "../../../objects/blobs/blob-store.js";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { EventKind, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { HarnessDescriptorSchema, Resumability } from "../../../proto/gen/agentsessions/v1/harness_pb.js";
@@ -57,6 +58,8 @@ export interface SetupOptions {
   remote?: SessionHostDeps["remote"];
   /** The in-memory journal's budget (objects/session/session-cache.ts; the host's default without). */
   cacheMaxHeapBytes?: number;
+  /** Where large parts go (docs/blobs.md; e.g. support/memory-blobs.ts); none without: parts stay inline. */
+  blobs?: { store: BlobStore; maxInline: number };
 }
 
 /**
@@ -94,6 +97,7 @@ export function setup(extra: Record<string, Harness> = {}, models?: (sessionMode
     leases: o.leases,
     approvalTimeoutSeconds: o.approvalTimeoutSeconds,
     cacheMaxHeapBytes: o.cacheMaxHeapBytes ?? defaultCacheBudget(),
+    blobs: o.blobs && { ...o.blobs, own: async () => undefined },
     log: (line) => void logs.push(line),
     setAlarm: async (at) => {
       alarm.at = at;
