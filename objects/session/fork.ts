@@ -39,8 +39,6 @@ export interface ForkSource {
   blobs: string[];
 }
 
-const PROJECT_PAGE = 512n;
-
 export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcome<ForkSource>> {
   if (!s.exists()) return notFound();
   const head = s.journal.head().seq;
@@ -63,8 +61,7 @@ export async function forkSource(s: SessionState, atSeq: bigint): Promise<Outcom
   // Inherited gates cannot be approved in the child: it starts with no pending approval.
   // Page by page: a journal past the memory budget is never held decoded whole.
   let projected = INITIAL_STATES;
-  for (let lo = 1n; lo <= at; lo += PROJECT_PAGE)
-    projected = projectRecords(projected, s.events(lo, lo + PROJECT_PAGE - 1n < at ? lo + PROJECT_PAGE - 1n : at));
+  for (const page of s.cache.pages(1n, at)) projected = projectRecords(projected, page);
   const states = { ...projected, pending: undefined };
   const blobs = s.blobIndex.upTo(at).map((b) => b.sha256);
   return success({ atSeq: at, statics: toBinary(SessionSchema, s.meta.load()!.statics), states, memory, blobs });

@@ -20,22 +20,15 @@ import type { SessionState } from "./state.js";
 
 /** The latest SUSPEND ref this session wrote itself; inherited refs name the parent and are skipped. */
 export function ownSuspendRef(s: SessionState): SnapshotRef | undefined {
-  // Back from the head a page at a time: it stops at the latest SUSPEND, and a journal past the
-  // memory budget is never read whole for it.
-  for (let hi = s.journal.head().seq; hi >= 1n; hi -= PAGE) {
-    const events = s.events(hi - PAGE + 1n, hi);
-    for (let i = events.length - 1; i >= 0; i--) {
-      const b = events[i]!.event.body;
-      if (b.case === "lifecycle" && b.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND && b.value.snapshotLocal === s.uid) {
-        const v = b.value;
-        return create(SnapshotRefSchema, { local: v.snapshotLocal, externalUri: v.snapshotExternalUri, memory: v.snapshotMemory, sealed: v.snapshotSealed });
-      }
-    }
-  }
-  return undefined;
+  const uid = s.uid;
+  const found = s.cache.findLast(
+    (e) => e.body.case === "lifecycle" && e.body.value.kind === Lifecycle_Kind.LIFECYCLE_SUSPEND && e.body.value.snapshotLocal === uid,
+  );
+  const b = found?.event.body;
+  if (b?.case !== "lifecycle") return undefined;
+  const v = b.value;
+  return create(SnapshotRefSchema, { local: v.snapshotLocal, externalUri: v.snapshotExternalUri, memory: v.snapshotMemory, sealed: v.snapshotSealed });
 }
-
-const PAGE = 256n;
 
 /** Whether the harness keeps its state in memory and this runtime snapshots it: the memory tier. */
 export function isMemoryTier(descriptor: HarnessDescriptor | undefined, runtime: Runtime | undefined): boolean {

@@ -143,9 +143,7 @@ export class SessionCache {
     }
     const journal = this._journal();
     let tail: LoggedEvent[] = [];
-    for (let hi = to; hi >= 1n; ) {
-      const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
-      const page = readRange(journal, lo, hi);
+    for (const page of pagesBack(journal, to)) {
       tail = page.concat(tail);
       // The page just read is tail[0 .. page.length - 1]; tail[page.length] was the previous page's
       // first record, skipped then for want of the record before it.
@@ -160,9 +158,28 @@ export class SessionCache {
         if (tail[0]!.seq > n + 1n) tail = readRange(journal, n + 1n, tail[0]!.seq - 1n).concat(tail);
         return [summary.event, marker.event, ...tail.filter((e) => e.seq > n && e !== summary && e !== marker).map((e) => e.event)];
       }
-      hi = lo - 1n;
     }
     return tail.map((e) => e.event);
+  }
+
+  /** The latest record whose event matches, searched back from the head: a journal not kept is read a page at a time. */
+  findLast(match: (event: Event) => boolean): LoggedEvent | undefined {
+    const loaded = this._load();
+    for (const page of loaded ? [loaded.events] : pagesBack(this._journal(), this._journal().head().seq)) {
+      for (let i = page.length - 1; i >= 0; i--) if (match(page[i]!.event)) return page[i];
+    }
+    return undefined;
+  }
+
+  /** Records with from <= seq <= to (to = 0: the head) in pages, so a journal not kept is never held decoded whole. */
+  *pages(from: bigint, to: bigint): Generator<LoggedEvent[]> {
+    const loaded = this._load();
+    if (!loaded) {
+      yield* pagesFrom(this._journal(), from, to);
+      return;
+    }
+    const events = this.range(from, to);
+    for (let i = 0; i < events.length; i += PAGE) yield events.slice(i, i + PAGE);
   }
 
   /**
@@ -271,15 +288,11 @@ export class SessionCache {
   private _lightLog(): ExecutionLog {
     if (this._light) return this._light.log;
     const light: Light = { log: new ExecutionLog(true), head: 0n };
-    const journal = this._journal();
-    for (let at = 1n; ; ) {
-      const page = journal.read(at, 0n, PAGE);
-      for (const r of page) {
-        light.log.push(r.seq, decodeBinary(EventSchema, r.event));
-        light.head = r.seq;
+    for (const page of pagesFrom(this._journal(), 1n, 0n)) {
+      for (const e of page) {
+        light.log.push(e.seq, e.event);
+        light.head = e.seq;
       }
-      if (page.length < PAGE) break;
-      at = page[page.length - 1]!.seq + 1n;
     }
     this._light = light;
     return light.log;
@@ -339,6 +352,26 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
   }
 }
 
+/** Records from <= seq <= to (to = 0: the head), decoded, a page at a time. */
+function* pagesFrom(journal: Journal, from: bigint, to: bigint): Generator<LoggedEvent[]> {
+  if (to < 0n || (to > 0n && to < from)) return;
+  for (let at = from; ; ) {
+    const page = journal.read(at, to, PAGE);
+    yield page.map((r) => ({ seq: r.seq, event: decodeBinary(EventSchema, r.event) }));
+    if (page.length < PAGE) return;
+    at = page[page.length - 1]!.seq + 1n;
+  }
+}
+
+/** Records 1..hi, decoded, a page at a time from `hi` back (each page in seq order). */
+function* pagesBack(journal: Journal, hi: bigint): Generator<LoggedEvent[]> {
+  for (let top = hi; top >= 1n; ) {
+    const lo = top - BigInt(PAGE) + 1n > 1n ? top - BigInt(PAGE) + 1n : 1n;
+    yield readRange(journal, lo, top);
+    top = lo - 1n;
+  }
+}
+
 /**
  * latestOpen for a journal too large to keep, before its parse is needed: reads back from the head to the latest
  * EXECUTION_START only, and says whether an END of that execution follows it. (A malformed journal,
@@ -346,15 +379,12 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
  */
 function latestFromEnd(journal: Journal): Tail {
   const ended = new Set<string>();
-  for (let hi = journal.head().seq; hi >= 1n; ) {
-    const lo = hi - BigInt(PAGE) + 1n > 1n ? hi - BigInt(PAGE) + 1n : 1n;
-    const page = readRange(journal, lo, hi);
+  for (const page of pagesBack(journal, journal.head().seq)) {
     for (let i = page.length - 1; i >= 0; i--) {
       const ev = page[i]!.event;
       if (ev.kind === EventKind.EVENT_END) ended.add(ev.executionId);
       else if (ev.kind === EventKind.EVENT_EXECUTION_START) return { id: ev.executionId, open: !ended.has(ev.executionId) };
     }
-    hi = lo - 1n;
   }
   return { id: "", open: false };
 }
@@ -366,12 +396,5 @@ interface Tail {
 }
 
 function readRange(journal: Journal, from: bigint, to: bigint): LoggedEvent[] {
-  const out: LoggedEvent[] = [];
-  if (to < 0n || (to > 0n && to < from)) return out;
-  for (let at = from; ; ) {
-    const page = journal.read(at, to, PAGE);
-    for (const r of page) out.push({ seq: r.seq, event: decodeBinary(EventSchema, r.event) });
-    if (page.length < PAGE) return out;
-    at = page[page.length - 1]!.seq + 1n;
-  }
+  return [...pagesFrom(journal, from, to)].flat();
 }
