@@ -270,13 +270,14 @@ export class SessionState {
   }
 
   /**
-   * Records 1..`to` (0: all) decoded, with every blob reference resolved and checked; undefined
-   * when none of them references a blob (use the log as it is). What a harness is handed, in
-   * history and in recovery: never a reference (docs/blobs.md).
+   * Every record decoded, with every blob reference resolved and checked; undefined when none of
+   * them references a blob (use the log as it is). What a replay audit serves its harnesses: never
+   * a reference (docs/blobs.md). A turn and a recovery resolve only what they hand over
+   * (resolvedHistory, resolvedLatest).
    */
-  async resolvedEvents(to = 0n): Promise<LoggedEvent[] | undefined> {
-    if (!this.d.blobs || !this.blobIndex.any(to)) return undefined;
-    const events = to <= 0n ? this.loggedEvents() : this.events(1n, to);
+  async resolvedEvents(): Promise<LoggedEvent[] | undefined> {
+    if (!this.d.blobs || !this.blobIndex.any()) return undefined;
+    const events = this.loggedEvents();
     const resolve = this._resolver();
     const out: LoggedEvent[] = [];
     for (const e of events) out.push({ seq: e.seq, event: await resolve(e.event) });
