@@ -9,10 +9,8 @@
  * Pure: takes decoded records, returns a model of the executions or the first malformation.
  * Tested in test/node/controller/execution-log.test.ts.
  */
-import { create } from "@bufbuild/protobuf";
 import {
   EventKind,
-  ExecutionStartSchema,
   Lifecycle_Kind,
   Mediation,
   ToolResult_Code,
@@ -65,8 +63,10 @@ export type ParsedLog =
     }
   | { ok: false; seq: bigint; detail: string };
 
-/** What a slimmed execution keeps of its start (latest-only ExecutionLog): nothing reads it. */
-const SLIM_START: ExecutionStart = create(ExecutionStartSchema);
+/** An earlier execution (latest-only) takes no more INPUT: it has effects, an END or an ERROR. */
+const EARLIER_CLOSED = 1;
+/** An earlier execution (latest-only) has its END. */
+const EARLIER_ENDED = 2;
 
 const EFFECT_KINDS = new Set<EventKind>([
   EventKind.EVENT_LIFECYCLE, // a compaction marker only: other LIFECYCLE records are session-scoped
@@ -94,15 +94,21 @@ export function parseExecutions(events: LoggedEvent[]): ParsedLog {
  *
  * Latest-only (`new ExecutionLog(true)`), it checks every record the same way but keeps only what
  * operations on the session's latest execution need: that execution whole, and of every earlier one
- * its approval decisions (`decision`, for a retried decision) and what the checks look at. Its
- * memory then grows with the number of executions, not with their records (`latestView`).
+ * its approval decisions (`decision`, for a retried decision) and what the checks look at, one
+ * number (`_earlier`). Its memory then grows with the number of executions, about 100 to 150 bytes
+ * each (npm run bench:memory), not with their records (`latestView`).
  */
 export class ExecutionLog {
   private readonly _byId = new Map<string, Execution>();
   private readonly _order: Execution[] = [];
   private readonly _gates = new Map<string, OpenGate>();
-  /** Latest-only: ids of earlier executions slimmed down after recording effects. */
-  private readonly _hadEffects = new Set<string>();
+  /**
+   * Latest-only: every earlier execution as one number, `firstSeq * 4 + flags` (EARLIER_*), which
+   * is all the checks read of it; an object per execution cost about 400 bytes, this about 100.
+   */
+  private readonly _earlier = new Map<string, number>();
+  /** Latest-only: the APPROVAL_RESULTs of earlier executions that recorded one (`decision`). */
+  private readonly _decisions = new Map<string, LoggedEvent[]>();
   private _bad: { seq: bigint; detail: string } | undefined;
   private _index = 0;
   private _lastForkSeq = 0n;
@@ -126,6 +132,8 @@ export class ExecutionLog {
     if (event.executionId === "") return bad(`record ${seq} (${EventKind[event.kind] ?? event.kind}) has no execution id`);
     let ex = this._byId.get(event.executionId);
     if (!ex) {
+      const earlier = this._earlier.get(event.executionId);
+      if (earlier !== undefined) return this._pushEarlier(event.executionId, earlier, seq, event, prev, bad);
       if (event.kind !== EventKind.EVENT_EXECUTION_START) {
         return bad(`execution ${event.executionId} does not begin with EXECUTION_START (record ${seq})`);
       }
@@ -134,22 +142,21 @@ export class ExecutionLog {
       this._byId.set(ex.id, ex);
       if (this._latestOnly) {
         const before = this._order.pop();
-        if (before) this._slim(before);
+        if (before) this._retire(before);
       }
       this._order.push(ex);
       return;
     }
     ex.lastSeq = seq;
-    const whole = !this._latestOnly || ex === this._order[this._order.length - 1];
     switch (event.kind) {
       case EventKind.EVENT_EXECUTION_START:
         return bad(`execution ${ex.id} has a second EXECUTION_START at ${seq}`);
       case EventKind.EVENT_INPUT:
-        if (ex.effects.length > 0 || this._hadEffects.has(ex.id) || ex.endState !== undefined || ex.errors.length > 0) {
-          return bad(`INPUT at ${seq} comes after the execution's effects`);
+        if (ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0) {
+          return bad(inputAfterEffects(seq));
         }
         if (event.body.case !== "message") ex.payloadlessInput ??= seq;
-        else if (whole) ex.inputs.push(event.body.value);
+        else ex.inputs.push(event.body.value);
         return;
       case EventKind.EVENT_END:
         if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
@@ -159,22 +166,59 @@ export class ExecutionLog {
         ex.errors.push(seq);
         return;
       default: {
-        if (!EFFECT_KINDS.has(event.kind)) return bad(`record ${seq} has an unexpected kind ${event.kind}`);
-        if (ex.endState !== undefined) return bad(`effect at ${seq} comes after the execution's END`);
-        const misplaced = stepGate(this._gates, ex.id, seq, event) ?? misplacedCompaction(ex, seq, event, prev);
+        if (!EFFECT_KINDS.has(event.kind)) return bad(unexpectedKind(seq, event));
+        if (ex.endState !== undefined) return bad(effectAfterEnd(seq));
+        const misplaced = stepGate(this._gates, ex.id, seq, event) ?? misplacedCompaction(ex.firstSeq, seq, event, prev);
         if (misplaced) return bad(misplaced);
-        if (whole || event.kind === EventKind.EVENT_APPROVAL_RESULT) ex.effects.push({ seq, event });
-        else this._hadEffects.add(ex.id);
+        ex.effects.push({ seq, event });
       }
     }
   }
 
-  /** Latest-only: an execution no longer the latest keeps its decisions and what the checks read. */
-  private _slim(ex: Execution): void {
-    if (ex.effects.length > 0) this._hadEffects.add(ex.id);
-    ex.effects = ex.effects.filter((e) => e.event.kind === EventKind.EVENT_APPROVAL_RESULT);
-    ex.inputs = [];
-    ex.start = SLIM_START;
+  /**
+   * Latest-only: a record of an execution that is no longer the latest, checked as `push` checks
+   * it from what `_retire` kept.
+   */
+  private _pushEarlier(id: string, earlier: number, seq: bigint, event: Event, prev: Event | undefined, bad: (detail: string) => void): void {
+    const firstSeq = BigInt(Math.floor(earlier / 4));
+    const flags = earlier % 4;
+    const set = (f: number) => {
+      if ((flags & f) !== f) this._earlier.set(id, earlier - flags + (flags | f));
+    };
+    switch (event.kind) {
+      case EventKind.EVENT_EXECUTION_START:
+        return bad(`execution ${id} has a second EXECUTION_START at ${seq}`);
+      case EventKind.EVENT_INPUT:
+        if (flags & EARLIER_CLOSED) return bad(inputAfterEffects(seq));
+        return;
+      case EventKind.EVENT_END:
+        if (flags & EARLIER_ENDED) return bad(`execution ${id} has a second END at ${seq}`);
+        return set(EARLIER_ENDED | EARLIER_CLOSED);
+      case EventKind.EVENT_ERROR:
+        return set(EARLIER_CLOSED);
+      default: {
+        if (!EFFECT_KINDS.has(event.kind)) return bad(unexpectedKind(seq, event));
+        if (flags & EARLIER_ENDED) return bad(effectAfterEnd(seq));
+        const misplaced = stepGate(this._gates, id, seq, event) ?? misplacedCompaction(firstSeq, seq, event, prev);
+        if (misplaced) return bad(misplaced);
+        if (event.kind === EventKind.EVENT_APPROVAL_RESULT) this._decide(id, { seq, event });
+        set(EARLIER_CLOSED);
+      }
+    }
+  }
+
+  /** Latest-only: an execution no longer the latest becomes its first seq, flags and decisions. */
+  private _retire(ex: Execution): void {
+    this._byId.delete(ex.id);
+    const closed = ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0;
+    this._earlier.set(ex.id, Number(ex.firstSeq) * 4 + (closed ? EARLIER_CLOSED : 0) + (ex.endState !== undefined ? EARLIER_ENDED : 0));
+    for (const e of ex.effects) if (e.event.kind === EventKind.EVENT_APPROVAL_RESULT) this._decide(ex.id, e);
+  }
+
+  private _decide(id: string, e: LoggedEvent): void {
+    const list = this._decisions.get(id);
+    if (list) list.push(e);
+    else this._decisions.set(id, [e]);
   }
 
   /**
@@ -182,7 +226,8 @@ export class ExecutionLog {
    * execution `executionId`, if there is one (what an exact retry of a decision gets back).
    */
   decision(executionId: string, toolCallId: string, requestSeq: bigint): LoggedEvent | undefined {
-    return this._byId.get(executionId)?.effects.find((e) => {
+    const effects = this._byId.get(executionId)?.effects ?? this._decisions.get(executionId);
+    return effects?.find((e) => {
       const b = e.event.body;
       return (
         e.event.kind === EventKind.EVENT_APPROVAL_RESULT &&
@@ -278,13 +323,17 @@ function stepGate(gates: Map<string, OpenGate>, executionId: string, seq: bigint
 }
 
 /** A compaction marker right after its summary, covering only records before its execution (docs/history.md). */
-function misplacedCompaction(ex: Execution, seq: bigint, event: Event, prev: Event | undefined): string | undefined {
+function misplacedCompaction(firstSeq: bigint, seq: bigint, event: Event, prev: Event | undefined): string | undefined {
   const through = compactedThrough(event);
   if (through === undefined) return undefined;
   if (!prev || !isSummary(prev, event)) return `the compaction marker at ${seq} does not follow its summary OUTPUT`;
-  if (through >= ex.firstSeq) return `the compaction marker at ${seq} covers seq ${through}, which is not before its execution (${ex.firstSeq})`;
+  if (through >= firstSeq) return `the compaction marker at ${seq} covers seq ${through}, which is not before its execution (${firstSeq})`;
   return undefined;
 }
+
+const inputAfterEffects = (seq: bigint) => `INPUT at ${seq} comes after the execution's effects`;
+const unexpectedKind = (seq: bigint, event: Event) => `record ${seq} has an unexpected kind ${event.kind}`;
+const effectAfterEnd = (seq: bigint) => `effect at ${seq} comes after the execution's END`;
 
 export type InputCheck = { ok: true } | { ok: false; incomplete: boolean; detail: string };
 

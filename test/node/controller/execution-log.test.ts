@@ -5,7 +5,9 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventKind, EventSchema, Mediation, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { checkInputs, ExecutionLog, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
+import { checkInputs, ExecutionLog, latestExecution, parseExecutions, type LoggedEvent } from "../../../objects/controller/execution-log.js";
+import { compactionMarker } from "../../../runtimes/compaction.js";
+import { rng, type Rng } from "../support/random-messages.js";
 
 type Body = MessageInitShape<typeof EventSchema>["body"];
 
@@ -110,6 +112,134 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
       expect(verdict(latestOnly(j).latestView(() => []) as never)).toEqual(verdict(whole));
     }
     expect(bad).toBe(7);
+  });
+
+  /**
+   * A journal whose executions interleave: each step continues one of the executions begun so far
+   * (mostly the way a host would, through gates and compaction points), begins another, or, now
+   * and then, writes what no host writes (a second start or END, an INPUT after effects, a step out
+   * of a gate's order, an unknown execution).
+   */
+  function interleaved(r: Rng, steps: number): LoggedEvent[] {
+    const events: Event[] = [];
+    const ids: string[] = [];
+    const gates = new Map<string, { call: string; next: EventKind; request?: bigint; decision?: bigint }>();
+    /** Per execution: its first seq, whether it has effects (no more INPUT), whether it ended. */
+    const state = new Map<string, { first: bigint; effects: boolean; ended: boolean }>();
+    const wrong = () => r.chance(0.02);
+    for (let n = 0; n < steps; n++) {
+      const head = BigInt(events.length);
+      const live = ids.filter((i) => !state.get(i)!.ended);
+      if (live.length === 0 || r.chance(0.12)) {
+        const id = `x${n}`;
+        ids.push(id);
+        state.set(id, { first: head + 1n, effects: false, ended: false });
+        events.push(start(id, BigInt(r.int(2))));
+        continue;
+      }
+      const id = wrong() ? r.pick(ids) : r.chance(0.6) ? live[live.length - 1]! : r.pick(live);
+      const st = state.get(id)!;
+      const g = gates.get(id);
+      if (g && !wrong()) {
+        if (r.chance(0.1)) {
+          st.ended = true;
+          events.push(end(id));
+          continue;
+        }
+        if (g.next === EventKind.EVENT_APPROVAL_REQUEST) {
+          g.request = head + 1n;
+          g.next = EventKind.EVENT_APPROVAL_RESULT;
+          events.push(ev(EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: g.call } }, id));
+        } else if (g.next === EventKind.EVENT_APPROVAL_RESULT) {
+          g.decision = head + 1n;
+          g.next = EventKind.EVENT_TOOL_RESULT;
+          const value = { toolCallId: g.call, approved: r.chance(0.7), requestSeq: g.request ?? 0n };
+          events.push(ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value }, id));
+        } else {
+          gates.delete(id);
+          const value = { id: g.call, approvalRequestSeq: g.request ?? 0n, approvalDecisionSeq: g.decision ?? 0n };
+          events.push(ev(EventKind.EVENT_TOOL_RESULT, { case: "result", value }, id));
+        }
+        continue;
+      }
+      const k = wrong() ? 8 + r.int(3) : r.int(8);
+      // An ERROR leaves the generator's INPUTs coming (the parse refuses them): late INPUTs are frequent enough to test.
+      if (k !== 0 && k !== 4 && k !== 7) st.effects = true;
+      switch (k) {
+        case 0:
+          events.push(st.effects && !wrong() ? output(id) : input(id));
+          st.effects ||= events[events.length - 1]!.kind === EventKind.EVENT_OUTPUT;
+          break;
+        case 1:
+        case 2:
+          events.push(output(id));
+          break;
+        case 3:
+          st.ended = true;
+          events.push(end(id));
+          break;
+        case 4:
+          events.push(error(id));
+          break;
+        case 5: {
+          const call = `g${n}`;
+          gates.set(id, { call, next: EventKind.EVENT_APPROVAL_REQUEST });
+          events.push(ev(EventKind.EVENT_TOOL_CALL, { case: "tool", value: { id: call, idempotencyKey: "k", mediation: Mediation.REQUIRES_APPROVAL } }, id));
+          break;
+        }
+        case 6:
+          events.push(output(id), compactionMarker(id, BigInt(r.int(Number(wrong() ? head + 1n : st.first)))));
+          break;
+        case 7:
+          events.push(lifecycle());
+          break;
+        case 8:
+          events.push(start(id, 0n));
+          break;
+        case 9:
+          events.push(ev(EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: "stray", requestSeq: head } }, id));
+          break;
+        default:
+          events.push(output(`ghost${n}`));
+      }
+    }
+    return log(...events);
+  }
+
+  it("parse: on 3,000 random journals of interleaved executions it says what the whole parse says, of malformations, the latest execution and every decision", () => {
+    let malformed = 0;
+    let decisions = 0;
+    let earlierDecisions = 0;
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed);
+      const records = interleaved(r, 5 + r.int(60));
+      const whole = parseExecutions(records);
+      const l = latestOnly(records);
+      const view = l.latestView(() => []);
+      if (!whole.ok) {
+        malformed++;
+        expect(view).toEqual(whole);
+        continue;
+      }
+      if (!view.ok) throw new Error(`seed ${seed}: latest-only parse is malformed where the whole one is not: ${view.detail}`);
+      const latest = latestExecution(whole);
+      expect(view.executions).toEqual(latest ? [latest] : []);
+      expect(view.lastForkSeq).toBe(whole.lastForkSeq);
+      for (const ex of whole.executions)
+        for (const e of ex.effects) {
+          const b = e.event.body;
+          if (b.case !== "approvalResult") continue;
+          decisions++;
+          if (ex !== latest) earlierDecisions++;
+          expect(l.decision(ex.id, b.value.toolCallId, b.value.requestSeq)).toEqual(e);
+          expect(l.decision(ex.id, b.value.toolCallId, b.value.requestSeq + 1000n)).toBeUndefined();
+        }
+    }
+    // Both outcomes, and decisions of executions that are no longer the latest.
+    expect(malformed).toBeGreaterThan(300);
+    expect(malformed).toBeLessThan(2700);
+    expect(earlierDecisions).toBeGreaterThan(100);
+    expect(decisions).toBeGreaterThan(earlierDecisions);
   });
 
   it("parse: it keeps the latest execution whole and, of earlier ones, their decisions; it has no whole view", () => {
