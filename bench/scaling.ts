@@ -1,6 +1,6 @@
 /**
  * `npm run bench:scaling`: what a turn costs as a session's history grows, against one `wrangler
- * dev`, in two phases (BENCH_SCALING_PHASES, default "history,growth"). It asserts nothing; the
+ * dev`, in three phases (BENCH_SCALING_PHASES, default "history,growth,wake"). It asserts nothing; the
  * method, the machine and the figures are in docs/performance.md, "Scaling".
  *
  * history (bench/scaling-history.ts): an echo turn, a chat turn on the host's `echo` model and an
@@ -15,6 +15,10 @@
  * (summed over Replay). The session without compaction stops at BENCH_SCALING_WHOLE_MAX turns:
  * each of its turns sends the whole conversation, so its cost grows with the session.
  *
+ * wake (bench/scaling-wake.ts): the first echo turn and the first Cancel after a session's object
+ * starts, on a 60k-record session against a one-turn one (BENCH_SCALING_WAKE_RECORDS,
+ * BENCH_SCALING_WAKE_ROUNDS restarts, default 5).
+ *
  * Sizes of the growth phase: BENCH_SCALING_TURNS (default 100,1000,10000), BENCH_SCALING_WHOLE_MAX (default 1000),
  * BENCH_SCALING_BUDGET (max_history_tokens, default 2000), BENCH_SCALING_WINDOW (turns timed per
  * checkpoint, default 20).
@@ -27,14 +31,17 @@ import { COMPACTION_PROMPT } from "../runtimes/builtin/chat.js";
 import type { SessionsClient } from "../sdk/client.js";
 import { fmt, median, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
 import { historyPhase } from "./scaling-history.js";
+import { wakePhase } from "./scaling-wake.js";
 
-const PHASES = new Set((process.env.BENCH_SCALING_PHASES ?? "history,growth").split(",").map((s) => s.trim()));
+const PHASES = new Set((process.env.BENCH_SCALING_PHASES ?? "history,growth,wake").split(",").map((s) => s.trim()));
 const RECORDS = sizes("BENCH_SCALING_RECORDS", [0, 5000, 10_000, 20_000], 0);
 const HISTORY_ROUNDS = Number(process.env.BENCH_SCALING_ROUNDS ?? 30);
 const CHECKPOINTS = sizes("BENCH_SCALING_TURNS", [100, 1000, 10_000]);
 const WHOLE_MAX = Number(process.env.BENCH_SCALING_WHOLE_MAX ?? 1000);
 const BUDGET = Number(process.env.BENCH_SCALING_BUDGET ?? 2000);
 const WINDOW = Number(process.env.BENCH_SCALING_WINDOW ?? 20);
+const WAKE_RECORDS = sizes("BENCH_SCALING_WAKE_RECORDS", [60_000])[0]!;
+const WAKE_ROUNDS = Number(process.env.BENCH_SCALING_WAKE_ROUNDS ?? 5);
 const RESULT = "r".repeat(1000);
 
 function sizes(env: string, fallback: number[], least = 1): number[] {
@@ -124,8 +131,8 @@ interface Lane {
 }
 
 async function main(): Promise<void> {
-  const unknown = [...PHASES].filter((p) => p !== "history" && p !== "growth");
-  if (unknown.length) throw new Error(`BENCH_SCALING_PHASES names unknown phases ${unknown.join(", ")}: use history, growth or both`);
+  const unknown = [...PHASES].filter((p) => p !== "history" && p !== "growth" && p !== "wake");
+  if (unknown.length) throw new Error(`BENCH_SCALING_PHASES names unknown phases ${unknown.join(", ")}: use history, growth or wake, separated by commas`);
   const seen = new Map<string, Seen>();
   const model = await startModel(seen);
   const executor = await startExecutor();
@@ -139,6 +146,7 @@ async function main(): Promise<void> {
       console.log(`history: the model stand-in received ${calls() - before} requests (the echo model answers in the host)`);
     }
     if (PHASES.has("growth")) await growthPhase(client, seen);
+    if (PHASES.has("wake")) await wakePhase(server, client, WAKE_RECORDS, WAKE_ROUNDS);
   } finally {
     await server.dispose();
     model.server.close();

@@ -274,6 +274,14 @@ export class SessionCache {
 
   private _load(): Loaded | undefined {
     if (this._loaded || this._tooLarge) return this._loaded;
+    // Every record takes at least RECORD_HEAP_BYTES decoded: a journal of more records than the
+    // budget has room for is too large without reading a budget's worth of it to find out.
+    const head = Number(this._journal().head().seq);
+    if (head * RECORD_HEAP_BYTES > this._maxHeapBytes) {
+      this._tooLarge = true;
+      this._onOverBudget?.(head, head * RECORD_HEAP_BYTES);
+      return undefined;
+    }
     const all = readAll(this._journal(), this._maxHeapBytes);
     if (all.heap > this._maxHeapBytes || !all.contiguous) {
       this._tooLarge = true;

@@ -7,7 +7,7 @@
  * markers, crashes (a turn cut short and recovered) and malformed records.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { historyOf, latestExecution, parseExecutions } from "../../../objects/controller/execution-log.js";
 import { heapEstimate, SessionCache } from "../../../objects/session/session-cache.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
@@ -267,6 +267,43 @@ describe("the session's in-memory journal", () => {
     expect(cache.events()).toEqual(stored);
     expect(cache.range(5n, 7n)).toEqual(stored.slice(4, 7));
     expect(cache.parsed()).toEqual(parseExecutions(stored));
+  });
+
+  it("cache: a journal of more records than the budget has room for is found too large from its head, without reading it", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const start = (i: number) => ev(`e${i}`, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } });
+    inject(
+      fx.host,
+      Array.from({ length: 40 }, (_, i) => start(i)),
+    );
+    const least = heapEstimate(0, start(0));
+    const head = Number(s.journal.head().seq);
+    const told: [number, number][] = [];
+    // Room for one record fewer than the journal holds, at the least a record takes.
+    const cache = new SessionCache(
+      () => s.journal,
+      (head - 1) * least,
+      (records, heap) => told.push([records, heap]),
+    );
+    const read = vi.spyOn(s.journal, "read");
+    const stored = s.journal.read(1n, 0n, 1000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    read.mockClear();
+    expect(cache.events()).toEqual(stored);
+    // One page read for the answer; none to learn that the journal does not fit.
+    expect(read).toHaveBeenCalledTimes(1);
+    expect(told).toEqual([[head, head * least]]);
+    expect(cache.parsed()).toEqual(parseExecutions(stored));
+    // With room for what the records take (their bytes at most 100 each), it is read and kept.
+    const roomy = new SessionCache(
+      () => s.journal,
+      head * (least + 200),
+      () => told.push([0, 0]),
+    );
+    expect(roomy.events()).toBe(roomy.events());
+    expect(told).toHaveLength(1);
+    read.mockRestore();
   });
 
   it("cache: a session whose journal outgrows the budget says so once in a warn line (counts only), and its turns go on from SQLite", async () => {
