@@ -109,10 +109,16 @@ export class ExecutionLog {
   private readonly _earlier = new Map<string, number>();
   /** Latest-only: the APPROVAL_RESULTs of earlier executions that recorded one (`decision`). */
   private readonly _decisions = new Map<string, LoggedEvent[]>();
+  /** Latest-only: earlier executions whose `_earlier` entry changed since the last `checkpoint`. */
+  private readonly _changed = new Set<string>();
+  /** Latest-only: decisions that `_decisions` gained since the last `checkpoint`. */
+  private _newDecisions: [string, bigint][] = [];
   private _bad: { seq: bigint; detail: string } | undefined;
   private _index = 0;
   private _lastForkSeq = 0n;
   private _prev: Event | undefined;
+  /** The seq of the last record pushed (0 before any). */
+  private _through = 0n;
 
   constructor(private readonly _latestOnly = false) {}
 
@@ -120,6 +126,7 @@ export class ExecutionLog {
     const i = this._index++;
     const prev = this._prev;
     this._prev = event;
+    this._through = seq;
     if (this._bad) return;
     // A compaction marker belongs to its execution (docs/history.md): an effect replay serves.
     if (event.kind === EventKind.EVENT_LIFECYCLE && compactedThrough(event) === undefined) {
@@ -183,7 +190,9 @@ export class ExecutionLog {
     const firstSeq = BigInt(Math.floor(earlier / 4));
     const flags = earlier % 4;
     const set = (f: number) => {
-      if ((flags & f) !== f) this._earlier.set(id, earlier - flags + (flags | f));
+      if ((flags & f) === f) return;
+      this._earlier.set(id, earlier - flags + (flags | f));
+      this._changed.add(id);
     };
     switch (event.kind) {
       case EventKind.EVENT_EXECUTION_START:
@@ -212,13 +221,97 @@ export class ExecutionLog {
     this._byId.delete(ex.id);
     const closed = ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0;
     this._earlier.set(ex.id, Number(ex.firstSeq) * 4 + (closed ? EARLIER_CLOSED : 0) + (ex.endState !== undefined ? EARLIER_ENDED : 0));
+    this._changed.add(ex.id);
     for (const e of ex.effects) if (e.event.kind === EventKind.EVENT_APPROVAL_RESULT) this._decide(ex.id, e);
   }
 
-  private _decide(id: string, e: LoggedEvent): void {
+  private _decide(id: string, e: LoggedEvent, restored = false): void {
     const list = this._decisions.get(id);
     if (list) list.push(e);
     else this._decisions.set(id, [e]);
+    if (!restored) this._newDecisions.push([id, e.seq]);
+  }
+
+  /**
+   * Latest-only: what this parse keeps, as of the last record pushed, for a store to keep across
+   * object lives (objects/session/parse-checkpoint.ts). Earlier executions and decisions come as
+   * what changed since the previous checkpoint (everything, on the first); the rest whole.
+   * `ExecutionLog.restore` of the store's merged rows, then pushing the records after `through`,
+   * gives the same parse as pushing every record (test/node/controller/execution-log.test.ts).
+   */
+  checkpoint(): LogCheckpoint {
+    if (!this._latestOnly) throw new Error("only a latest-only ExecutionLog takes checkpoints");
+    const earlier: [string, number][] = [];
+    for (const id of this._changed) earlier.push([id, this._earlier.get(id)!]);
+    this._changed.clear();
+    const decisions = this._newDecisions;
+    this._newDecisions = [];
+    const at = { through: this._through, index: this._index, lastForkSeq: this._lastForkSeq };
+    // A malformed log answers with its malformation alone, whatever else it holds.
+    if (this._bad) return { ...at, bad: { ...this._bad }, gates: [], earlier: [], decisions: [] };
+    const last = this._order[this._order.length - 1];
+    return {
+      ...at,
+      gates: [...this._gates].map(([id, g]) => [id, { ...g }]),
+      latest: last && { id: last.id, firstSeq: last.firstSeq },
+      earlier,
+      decisions,
+    };
+  }
+
+  /**
+   * A latest-only log as it was at a checkpoint: `earlier` and `decisions` merged over every
+   * checkpoint taken, the decisions' records read back, and `records` the journal's records from the
+   * latest execution's EXECUTION_START through `through` (the record at `through` alone when there
+   * is no latest execution). Throws on rows that do not fit together; the caller then parses the
+   * journal from its start.
+   */
+  static restore(cp: RestoredCheckpoint): ExecutionLog {
+    const log = new ExecutionLog(true);
+    log._index = cp.index;
+    log._lastForkSeq = cp.lastForkSeq;
+    log._through = cp.through;
+    const last = cp.records[cp.records.length - 1];
+    if (cp.through > 0n && last?.seq !== cp.through) throw new Error(`the checkpoint's records do not reach seq ${cp.through}`);
+    log._prev = last?.event;
+    if (cp.bad) {
+      log._bad = { ...cp.bad };
+      return log;
+    }
+    for (const [id, packed] of cp.earlier) log._earlier.set(id, packed);
+    for (const d of cp.decisions) log._decide(d.executionId, { seq: d.seq, event: d.event }, true);
+    for (const [id, g] of cp.gates) log._gates.set(id, { ...g });
+    if (cp.latest) {
+      const at = cp.records.findIndex((r) => r.seq === cp.latest!.firstSeq);
+      const start = cp.records[at]?.event;
+      if (start?.executionId !== cp.latest.id || start.body.case !== "executionStart")
+        throw new Error(`the checkpoint's latest execution ${cp.latest.id} has no EXECUTION_START at ${cp.latest.firstSeq}`);
+      const ex: Execution = {
+        id: cp.latest.id,
+        firstIndex: cp.index - (cp.records.length - at),
+        firstSeq: cp.latest.firstSeq,
+        lastSeq: cp.latest.firstSeq,
+        start: start.body.value,
+        inputs: [],
+        effects: [],
+        errors: [],
+      };
+      // These records passed push's checks when the checkpoint was taken: only their effect on the execution is replayed.
+      for (const { seq, event } of cp.records.slice(at + 1)) {
+        if (event.executionId !== ex.id) continue;
+        if (event.kind === EventKind.EVENT_LIFECYCLE && compactedThrough(event) === undefined) continue;
+        ex.lastSeq = seq;
+        if (event.kind === EventKind.EVENT_INPUT) {
+          if (event.body.case !== "message") ex.payloadlessInput ??= seq;
+          else ex.inputs.push(event.body.value);
+        } else if (event.kind === EventKind.EVENT_END) ex.endState = event.body.case === "end" ? event.body.value.state : "";
+        else if (event.kind === EventKind.EVENT_ERROR) ex.errors.push(seq);
+        else ex.effects.push({ seq, event });
+      }
+      log._byId.set(ex.id, ex);
+      log._order.push(ex);
+    }
+    return log;
   }
 
   /**
@@ -270,8 +363,33 @@ export class ExecutionLog {
   }
 }
 
+/** What `ExecutionLog.checkpoint` gives: see there. */
+export interface LogCheckpoint {
+  /** The seq of the last record pushed before it (0: none). */
+  through: bigint;
+  /** Records pushed before it. */
+  index: number;
+  lastForkSeq: bigint;
+  /** The first malformation: the checkpoint is then this alone. */
+  bad?: { seq: bigint; detail: string };
+  gates: [string, OpenGate][];
+  /** The latest execution, which a restore builds again from its records. */
+  latest?: { id: string; firstSeq: bigint };
+  /** Earlier executions, id to `firstSeq * 4 + flags`, changed since the previous checkpoint. */
+  earlier: [string, number][];
+  /** Decisions of earlier executions recorded since the previous checkpoint: execution id and seq. */
+  decisions: [string, bigint][];
+}
+
+/** What `ExecutionLog.restore` takes: a checkpoint's rows merged, and the records it names. */
+export interface RestoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
+  earlier: Iterable<[string, number]>;
+  decisions: { executionId: string; seq: bigint; event: Event }[];
+  records: LoggedEvent[];
+}
+
 /** A gate of an execution still waiting for its next record: request, decision, then receipt. */
-interface OpenGate {
+export interface OpenGate {
   callId: string;
   callSeq: bigint;
   next: EventKind.EVENT_APPROVAL_REQUEST | EventKind.EVENT_APPROVAL_RESULT | EventKind.EVENT_TOOL_RESULT;

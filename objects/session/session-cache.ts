@@ -18,6 +18,7 @@
 import { decodeBinary } from "../../proto/binary-reader.js";
 import { type Event, EventKind, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
+import type { ParseCheckpoints } from "./parse-checkpoint.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
 import { compactedThrough, historyAt, isSummary, markerAt } from "../../runtimes/compaction.js";
 
@@ -61,6 +62,9 @@ function carriesJson(event: Event): boolean {
 
 const PAGE = 512;
 
+/** Records read past a restored checkpoint that make the object store a newer one. */
+const CHECKPOINT_AFTER = 1024n;
+
 interface Loaded {
   events: LoggedEvent[];
   /** The same records' events alone (what a harness's Start.history is made of). */
@@ -96,6 +100,11 @@ export class SessionCache {
     private readonly _maxHeapBytes = DEFAULT_CACHE_MAX_HEAP_BYTES,
     /** Told once per object life, with the records counted so far, when the journal outgrows the budget. */
     private readonly _onOverBudget?: (records: number, heapEstimate: number) => void,
+    /**
+     * Where the latest-only parse is kept between object lives (parse-checkpoint.ts), and how many
+     * records past a restored one make a newer one (CHECKPOINT_AFTER); none: built from the journal.
+     */
+    private readonly _checkpoints?: { store: ParseCheckpoints; after?: bigint },
   ) {}
 
   /** Every record of the journal, decoded, in seq order. Callers must not change the array. */
@@ -292,18 +301,61 @@ export class SessionCache {
     return all;
   }
 
-  /** The latest-only parse of a journal not kept: built from the whole journal, once in this object's life. */
+  /**
+   * The latest-only parse of a journal not kept, made once in this object's life: from the stored
+   * checkpoint and the records after it, or else from the whole journal. A checkpoint is stored
+   * when the parse was made from the whole journal, or from one more than CHECKPOINT_AFTER records
+   * behind, so the next object life reads little.
+   */
   private _lightLog(): ExecutionLog {
     if (this._light) return this._light.log;
-    const light: Light = { log: new ExecutionLog(true), head: 0n };
-    for (const page of pagesFrom(this._journal(), 1n, 0n)) {
+    const journal = this._journal();
+    const restored = this._restore(journal);
+    const light: Light = restored ? { log: restored.log, head: restored.through } : { log: new ExecutionLog(true), head: 0n };
+    const from = light.head + 1n;
+    for (const page of pagesFrom(journal, from, 0n)) {
       for (const e of page) {
         light.log.push(e.seq, e.event);
         light.head = e.seq;
       }
     }
     this._light = light;
+    const store = this._checkpoints?.store;
+    if (store && light.head > 0n && (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_AFTER))) {
+      try {
+        store.write(light.log.checkpoint(), journal.head().hash);
+      } catch {
+        // The parse stands without its checkpoint: the next object life builds it again.
+      }
+    }
     return light.log;
+  }
+
+  /** The latest-only parse as its stored checkpoint left it, and the seq it was taken after; undefined without a usable one. */
+  private _restore(journal: Journal): { log: ExecutionLog; through: bigint } | undefined {
+    const store = this._checkpoints?.store;
+    if (!store) return undefined;
+    try {
+      const cp = store.read();
+      if (!cp) return undefined;
+      const at = cp.through > 0n ? journal.read(cp.through, cp.through, 1)[0] : undefined;
+      // The hash chain: the record's hash unchanged means every record up to it is.
+      if (!at || at.seq !== cp.through || at.hash !== cp.hash) {
+        store.clear();
+        return undefined;
+      }
+      const decisions = cp.decisions.map(([executionId, seq]) => {
+        const r = readRange(journal, seq, seq)[0];
+        if (!r) throw new Error(`the checkpoint names a decision at seq ${seq}, which the journal does not hold`);
+        return { executionId, seq, event: r.event };
+      });
+      const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
+      return { log: ExecutionLog.restore({ ...cp, records, decisions }), through: cp.through };
+    } catch {
+      // Rows this build cannot use: dropped, and the parse built from the journal.
+      store.clear();
+      return undefined;
+    }
   }
 
   private _drop(records: number, heap: number): void {

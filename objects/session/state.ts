@@ -38,6 +38,7 @@ import { failure, success, type Outcome } from "./outcomes.js";
 import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized, migrateSession } from "./schema.js";
 import { DEFAULT_CACHE_MAX_HEAP_BYTES, SessionCache } from "./session-cache.js";
+import { ParseCheckpoints } from "./parse-checkpoint.js";
 import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
@@ -231,6 +232,7 @@ export class SessionState {
               estimated_bytes: heap,
               budget_bytes: d.cacheMaxHeapBytes ?? DEFAULT_CACHE_MAX_HEAP_BYTES,
             }),
+      { store: new ParseCheckpoints(d.db) },
     );
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);

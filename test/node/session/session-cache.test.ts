@@ -10,6 +10,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it, vi } from "vitest";
 import { historyOf, latestExecution, parseExecutions } from "../../../objects/controller/execution-log.js";
 import { heapEstimate, SessionCache } from "../../../objects/session/session-cache.js";
+import { ParseCheckpoints } from "../../../objects/session/parse-checkpoint.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
@@ -164,6 +165,11 @@ describe("the session's in-memory journal", () => {
             // Kept append by append since the first record, and rebuilt from SQLite.
             expectSameForLatest(s.cache, stored);
             expectSameForLatest(new SessionCache(() => s.journal, budget), stored);
+            // An object starting again over the same storage: from the checkpoint the last one stored.
+            expectSameForLatest(
+              new SessionCache(() => s.journal, budget, undefined, { store: new ParseCheckpoints(fx.db), after: seed % 2 ? 16n : undefined }),
+              stored,
+            );
             // Before anything builds that parse, latestOpen reads back from the head instead.
             if (s.parsedLog().ok) expect(new SessionCache(() => s.journal, budget).latestOpen()).toBe(s.cache.latestOpen());
             expect(s.cache.parsed()).toEqual(parseExecutions(stored));
@@ -303,6 +309,94 @@ describe("the session's in-memory journal", () => {
     );
     expect(roomy.events()).toBe(roomy.events());
     expect(told).toHaveLength(1);
+    read.mockRestore();
+  });
+
+  it("cache: past the budget, an object starting again reads its parse's checkpoint, the latest execution and what came after, not the whole journal", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    // Turns of one input and one output; every fifth passes an approval gate first.
+    const turn = (n: number) => {
+      const id = `ex${n}`;
+      const head = s.journal.head().seq;
+      const gated = n % 5 === 0;
+      inject(fx.host, [
+        ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n, harness: "echo" } }),
+        ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText("in") }),
+        ...(gated
+          ? [
+              ev(id, EventKind.EVENT_TOOL_CALL, {
+                case: "tool",
+                value: { id: `c${n}`, tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `k${n}` },
+              }),
+              ev(id, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: `c${n}` } }),
+              ev(id, EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: `c${n}`, approved: true, requestSeq: head + 4n } }),
+              ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: `c${n}`, approvalRequestSeq: head + 4n, approvalDecisionSeq: head + 5n } }),
+            ]
+          : []),
+        ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText("out") }),
+        ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+      ]);
+    };
+    const step = turn;
+    for (let n = 0; n < 300; n++) step(n);
+    const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expect(parseExecutions(stored()).ok).toBe(true);
+    const head = Number(s.journal.head().seq);
+    const read = vi.spyOn(s.journal, "read");
+    const rowsRead = () => read.mock.results.reduce((n, x) => n + (x.value as unknown[]).length, 0);
+    let rows = 0;
+    /** A new cache over the same storage, what it read to build its parse (in `rows`), and that parse checked. */
+    const wake = () => {
+      const want = stored();
+      read.mockClear();
+      const cache = new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 64n });
+      cache.current();
+      rows = rowsRead();
+      expectSameForLatest(cache, want);
+    };
+    const through = () => fx.db.query<{ through: number; hash: string }>("SELECT through, hash FROM parse_state")[0];
+
+    // No checkpoint yet: the whole journal, and the checkpoint stored.
+    wake();
+    expect(rows).toBeGreaterThanOrEqual(head);
+    expect(through()).toEqual({ through: head, hash: s.journal.head().hash });
+    const earlier = fx.db.query("SELECT execution FROM parse_earlier").length;
+    expect(earlier).toBeGreaterThan(100);
+    expect(fx.db.query("SELECT seq FROM parse_decisions").length).toBeGreaterThan(10);
+    const decisions = fx.db.query("SELECT seq FROM parse_decisions").length;
+
+    // Again: the checkpoint's record, its decisions and the latest execution only.
+    wake();
+    const latest = latestExecution(parseExecutions(stored()) as never)!;
+    expect(rows).toBeLessThanOrEqual(1 + decisions + Number(s.journal.head().seq - latest.firstSeq) + 1);
+    expect(rows).toBeLessThan(head / 10);
+
+    // Fewer records after it than `after`: read, not stored; more: a newer checkpoint, of what changed.
+    for (let n = 300; n < 302; n++) step(n);
+    wake();
+    expect(through()!.through).toBe(head);
+    for (let n = 302; n < 330; n++) step(n);
+    wake();
+    expect(through()).toEqual({ through: Number(s.journal.head().seq), hash: s.journal.head().hash });
+    expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBeGreaterThan(earlier);
+    wake();
+    expect(rows).toBeLessThan(head / 10);
+
+    // Rows that do not fit the journal are dropped and the parse is built from the journal again.
+    for (const spoil of [
+      "UPDATE parse_state SET hash = '00'",
+      "UPDATE parse_state SET state = '{'",
+      "INSERT INTO parse_decisions (seq, execution) VALUES (999999, 'ex1')",
+      "UPDATE parse_state SET through = 999999",
+    ]) {
+      fx.db.query(spoil);
+      wake();
+      expect(rows).toBeGreaterThanOrEqual(Number(s.journal.head().seq));
+      expect(through()).toEqual({ through: Number(s.journal.head().seq), hash: s.journal.head().hash });
+      expect(fx.db.query("SELECT seq FROM parse_decisions WHERE seq = 999999")).toEqual([]);
+    }
     read.mockRestore();
   });
 

@@ -1,0 +1,115 @@
+/**
+ * A session's latest-only parse (controller/execution-log.ts, `ExecutionLog.checkpoint`) kept in
+ * SQLite between object lives. Past the memory budget, the first Approve, Resume or Cancel after
+ * an object starts used to parse the whole journal to build that parse; with these rows it reads
+ * them, the latest execution's records and what was appended since (session-cache.ts `_lightLog`).
+ *
+ * Rows: one per earlier execution (its first seq and flags, packed as the parse keeps them), one
+ * per decision of an earlier execution (its seq: the record is read back), and one for the rest,
+ * as JSON, with the seq and hash of the record the checkpoint was taken after. The hash chain makes
+ * that hash a check of every record up to it: rows whose record no longer has it (a journal
+ * replaced underneath) are dropped, and the parse is built from the journal again. Written in one
+ * transaction, with only the rows that changed since the last checkpoint. Tested in
+ * test/node/session/session-cache.test.ts.
+ */
+import type { LogCheckpoint, OpenGate } from "../controller/execution-log.js";
+import type { SqlDb } from "../storage/sql.js";
+
+/** Run by the session schema's migration 6. */
+export const PARSE_CHECKPOINT_SCHEMA = [
+  "CREATE TABLE parse_state (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL, hash TEXT NOT NULL, state TEXT NOT NULL)",
+  "CREATE TABLE parse_earlier (execution TEXT PRIMARY KEY, packed INTEGER NOT NULL)",
+  "CREATE TABLE parse_decisions (seq INTEGER PRIMARY KEY, execution TEXT NOT NULL)",
+];
+
+const stmts = {
+  state: "SELECT through, hash, state FROM parse_state WHERE id = 1",
+  setState:
+    "INSERT INTO parse_state (id, through, hash, state) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET through = excluded.through, hash = excluded.hash, state = excluded.state",
+  earlier: "SELECT execution, packed FROM parse_earlier",
+  decisions: "SELECT seq, execution FROM parse_decisions ORDER BY seq",
+} as const;
+
+/** Rows per multi-row INSERT: two parameters each, within a statement's 100. */
+const ROWS = 50;
+
+/** The checkpoint as stored: every row, merged. */
+export interface StoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
+  /** The hash (hex) of the record at `through`. */
+  hash: string;
+  earlier: Map<string, number>;
+  decisions: [string, bigint][];
+}
+
+/** The JSON row: bigints as decimal strings. */
+interface StateJson {
+  index: number;
+  lastForkSeq: string;
+  bad?: { seq: string; detail: string };
+  gates: [string, { callId: string; callSeq: string; next: number }][];
+  latest?: { id: string; firstSeq: string };
+}
+
+export class ParseCheckpoints {
+  constructor(private readonly _db: SqlDb) {}
+
+  /** The stored checkpoint, or undefined when there is none. Throws on a row this build cannot read. */
+  read(): StoredCheckpoint | undefined {
+    const row = this._db.query<{ through: number; hash: string; state: string }>(stmts.state)[0];
+    if (!row) return undefined;
+    const s = JSON.parse(row.state) as StateJson;
+    const earlier = new Map<string, number>();
+    for (const r of this._db.queryRows(stmts.earlier)) earlier.set(r[0] as string, r[1] as number);
+    const decisions: [string, bigint][] = this._db.queryRows(stmts.decisions).map((r) => [r[1] as string, BigInt(r[0] as number)]);
+    return {
+      through: BigInt(row.through),
+      hash: row.hash,
+      index: s.index,
+      lastForkSeq: BigInt(s.lastForkSeq),
+      bad: s.bad && { seq: BigInt(s.bad.seq), detail: s.bad.detail },
+      gates: s.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: BigInt(g.callSeq), next: g.next as OpenGate["next"] }]),
+      latest: s.latest && { id: s.latest.id, firstSeq: BigInt(s.latest.firstSeq) },
+      earlier,
+      decisions,
+    };
+  }
+
+  /**
+   * Stores `cp`, taken after the record whose hash is `hash`, over the rows stored: the rows of a
+   * checkpoint are what changed since the one before (ExecutionLog.checkpoint).
+   */
+  write(cp: LogCheckpoint, hash: string): void {
+    const state: StateJson = {
+      index: cp.index,
+      lastForkSeq: String(cp.lastForkSeq),
+      bad: cp.bad && { seq: String(cp.bad.seq), detail: cp.bad.detail },
+      gates: cp.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: String(g.callSeq), next: g.next }]),
+      latest: cp.latest && { id: cp.latest.id, firstSeq: String(cp.latest.firstSeq) },
+    };
+    this._db.transaction(() => {
+      insertMany(this._db, "INSERT OR REPLACE INTO parse_earlier (execution, packed) VALUES", cp.earlier);
+      insertMany(
+        this._db,
+        "INSERT OR REPLACE INTO parse_decisions (seq, execution) VALUES",
+        cp.decisions.map(([id, seq]) => [Number(seq), id]),
+      );
+      this._db.query(stmts.setState, Number(cp.through), hash, JSON.stringify(state));
+    });
+  }
+
+  /** Drops every row: the journal they describe is gone, or they cannot be used. */
+  clear(): void {
+    this._db.transaction(() => {
+      this._db.query("DELETE FROM parse_earlier");
+      this._db.query("DELETE FROM parse_decisions");
+      this._db.query("DELETE FROM parse_state");
+    });
+  }
+}
+
+function insertMany(db: SqlDb, head: string, rows: readonly (readonly [string | number, string | number])[]): void {
+  for (let i = 0; i < rows.length; i += ROWS) {
+    const chunk = rows.slice(i, i + ROWS);
+    db.query(`${head} ${chunk.map(() => "(?, ?)").join(", ")}`, ...chunk.flat());
+  }
+}
