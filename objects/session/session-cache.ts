@@ -304,8 +304,9 @@ export class SessionCache {
   /**
    * The latest-only parse of a journal not kept, made once in this object's life: from the stored
    * checkpoint and the records after it, or else from the whole journal. A checkpoint is stored
-   * when the parse was made from the whole journal, or from one more than CHECKPOINT_AFTER records
-   * behind, so the next object life reads little.
+   * when the parse was made from the whole journal, or from more than CHECKPOINT_AFTER records
+   * past the stored one, so the next object life reads little (and by `_drop`, when the journal
+   * outgrows the budget while kept).
    */
   private _lightLog(): ExecutionLog {
     if (this._light) return this._light.log;
@@ -320,15 +321,20 @@ export class SessionCache {
       }
     }
     this._light = light;
-    const store = this._checkpoints?.store;
-    if (store && light.head > 0n && (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_AFTER))) {
-      try {
-        store.write(light.log.checkpoint(), journal.head().hash);
-      } catch {
-        // The parse stands without its checkpoint: the next object life builds it again.
-      }
-    }
+    if (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_AFTER)) this._storeCheckpoint(light);
     return light.log;
+  }
+
+  /** Stores the latest-only parse's checkpoint, taken at the journal's head. */
+  private _storeCheckpoint(light: Light): void {
+    const store = this._checkpoints?.store;
+    const head = this._journal().head();
+    if (!store || light.head === 0n || head.seq !== light.head) return;
+    try {
+      store.write(light.log.checkpoint(), head.hash);
+    } catch {
+      // The parse stands without its checkpoint: the next object life builds it again.
+    }
   }
 
   /** The latest-only parse as its stored checkpoint left it, and the seq it was taken after; undefined without a usable one. */
@@ -365,6 +371,8 @@ export class SessionCache {
     this._light = { log, head: BigInt(records) };
     this._loaded = undefined;
     this._tooLarge = true;
+    // Kept for the object lives to come, which will not fit the journal in memory either.
+    this._storeCheckpoint(this._light);
     this._onOverBudget?.(records, heap);
   }
 }

@@ -105,6 +105,30 @@ function randomStep(r: ReturnType<typeof rng>, n: number, open: Open | undefined
   }
 }
 
+/** A turn of one input and one output, injected; every fifth passes an approval gate first. */
+function injectTurn(host: Parameters<typeof inject>[0], n: number): void {
+  const id = `ex${n}`;
+  const head = stateOf(host).journal.head().seq;
+  const gated = n % 5 === 0;
+  inject(host, [
+    ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n, harness: "echo" } }),
+    ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText("in") }),
+    ...(gated
+      ? [
+          ev(id, EventKind.EVENT_TOOL_CALL, {
+            case: "tool",
+            value: { id: `c${n}`, tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `k${n}` },
+          }),
+          ev(id, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: `c${n}` } }),
+          ev(id, EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: `c${n}`, approved: true, requestSeq: head + 4n } }),
+          ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: `c${n}`, approvalRequestSeq: head + 4n, approvalDecisionSeq: head + 5n } }),
+        ]
+      : []),
+    ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText("out") }),
+    ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+  ]);
+}
+
 /**
  * What an operation on the latest execution reads from `current` (a latest-only parse past the
  * budget) must be what the whole parse says: verdict, latest execution, fork seq, its history, and
@@ -316,30 +340,7 @@ describe("the session's in-memory journal", () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
     await createSession(fx.host);
     const s = stateOf(fx.host);
-    // Turns of one input and one output; every fifth passes an approval gate first.
-    const turn = (n: number) => {
-      const id = `ex${n}`;
-      const head = s.journal.head().seq;
-      const gated = n % 5 === 0;
-      inject(fx.host, [
-        ev(id, EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 1n, harness: "echo" } }),
-        ev(id, EventKind.EVENT_INPUT, { case: "message", value: userText("in") }),
-        ...(gated
-          ? [
-              ev(id, EventKind.EVENT_TOOL_CALL, {
-                case: "tool",
-                value: { id: `c${n}`, tool: "pay", mediation: Mediation.REQUIRES_APPROVAL, idempotencyKey: `k${n}` },
-              }),
-              ev(id, EventKind.EVENT_APPROVAL_REQUEST, { case: "approval", value: { toolCallId: `c${n}` } }),
-              ev(id, EventKind.EVENT_APPROVAL_RESULT, { case: "approvalResult", value: { toolCallId: `c${n}`, approved: true, requestSeq: head + 4n } }),
-              ev(id, EventKind.EVENT_TOOL_RESULT, { case: "result", value: { id: `c${n}`, approvalRequestSeq: head + 4n, approvalDecisionSeq: head + 5n } }),
-            ]
-          : []),
-        ev(id, EventKind.EVENT_OUTPUT, { case: "message", value: userText("out") }),
-        ev(id, EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
-      ]);
-    };
-    const step = turn;
+    const step = (n: number) => injectTurn(fx.host, n);
     for (let n = 0; n < 300; n++) step(n);
     const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
     expect(parseExecutions(stored()).ok).toBe(true);
@@ -398,6 +399,32 @@ describe("the session's in-memory journal", () => {
       expect(fx.db.query("SELECT seq FROM parse_decisions WHERE seq = 999999")).toEqual([]);
     }
     read.mockRestore();
+  });
+
+  it("cache: a journal that outgrows the budget while kept stores its parse's checkpoint then, so no later object life reads the whole journal", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 300_000 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    expect(s.loggedEvents()).toBe(s.loggedEvents());
+    const stored = () => fx.db.query<{ through: number }>("SELECT through FROM parse_state");
+    let n = 0;
+    for (; stored().length === 0; n++) {
+      if (n > 1000) throw new Error("the journal never outgrew the budget");
+      injectTurn(fx.host, n);
+    }
+    // Stored at the append that took it past the budget, which let the records go.
+    expect(stored()).toEqual([{ through: Number(s.journal.head().seq) }]);
+    expect(s.loggedEvents()).not.toBe(s.loggedEvents());
+    expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBe(n - 1);
+    for (const end = n + 10; n < end; n++) injectTurn(fx.host, n);
+    const want = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const read = vi.spyOn(s.journal, "read");
+    const woken = new SessionCache(() => s.journal, 300_000, undefined, { store: new ParseCheckpoints(fx.db) });
+    woken.current();
+    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    read.mockRestore();
+    expect(rows).toBeLessThan(150);
+    expectSameForLatest(woken, want);
   });
 
   it("cache: a session whose journal outgrows the budget says so once in a warn line (counts only), and its turns go on from SQLite", async () => {
