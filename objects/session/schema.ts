@@ -6,7 +6,6 @@ import { SESSION_BLOBS_SCHEMA } from "../blobs/session-blobs.js";
 import { JOURNAL_PACKED_HASHES, JOURNAL_SCHEMA_1 } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
-import { PARSE_CHECKPOINT_SCHEMA } from "./parse-checkpoint.js";
 import { META_PENDING_COLUMNS, META_PLACEMENT_COLUMN, META_SCHEMA } from "./meta-store.js";
 
 const MIGRATIONS: Migrations = [
@@ -20,8 +19,6 @@ const MIGRATIONS: Migrations = [
   JOURNAL_PACKED_HASHES,
   // 5: the blobs the journal references (docs/blobs.md).
   SESSION_BLOBS_SCHEMA,
-  // 6: the latest-only parse kept between object lives (parse-checkpoint.ts).
-  PARSE_CHECKPOINT_SCHEMA,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {
