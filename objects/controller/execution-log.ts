@@ -107,6 +107,8 @@ export class ExecutionLog {
    * is all the checks read of it; an object per execution cost about 400 bytes, this about 100 (npm run bench:memory).
    */
   private readonly _earlier = new Map<string, number>();
+  /** Latest-only, restored: where `_earlier` entries not yet looked up this life are (the stored checkpoint). */
+  private _earlierSource: ((id: string) => number | undefined) | undefined;
   /** Latest-only: the APPROVAL_RESULTs of earlier executions that recorded one (`decision`). */
   private readonly _decisions = new Map<string, LoggedEvent[]>();
   /** Latest-only: earlier executions whose `_earlier` entry changed since the last `checkpoint`. */
@@ -139,7 +141,7 @@ export class ExecutionLog {
     if (event.executionId === "") return bad(`record ${seq} (${EventKind[event.kind] ?? event.kind}) has no execution id`);
     let ex = this._byId.get(event.executionId);
     if (!ex) {
-      const earlier = this._earlier.get(event.executionId);
+      const earlier = this._earlierOf(event.executionId);
       if (earlier !== undefined) return this._pushEarlier(event.executionId, earlier, seq, event, prev, bad);
       if (event.kind !== EventKind.EVENT_EXECUTION_START) {
         return bad(`execution ${event.executionId} does not begin with EXECUTION_START (record ${seq})`);
@@ -225,6 +227,16 @@ export class ExecutionLog {
     for (const e of ex.effects) if (e.event.kind === EventKind.EVENT_APPROVAL_RESULT) this._decide(ex.id, e);
   }
 
+  /** An earlier execution's entry, looked up in the stored checkpoint the first time a restored log needs it. */
+  private _earlierOf(id: string): number | undefined {
+    let packed = this._earlier.get(id);
+    if (packed === undefined && this._earlierSource) {
+      packed = this._earlierSource(id);
+      if (packed !== undefined) this._earlier.set(id, packed);
+    }
+    return packed;
+  }
+
   private _decide(id: string, e: LoggedEvent, restored = false): void {
     const list = this._decisions.get(id);
     if (list) list.push(e);
@@ -261,7 +273,8 @@ export class ExecutionLog {
 
   /**
    * A latest-only log as it was at a checkpoint: `earlier` and `decisions` merged over every
-   * checkpoint taken, the decisions' records read back, and `records` the journal's records from the
+   * checkpoint taken (`earlier` looked up as records need it), the decisions' records read back,
+   * and `records` the journal's records from the
    * latest execution's EXECUTION_START through `through` (the record at `through` alone when there
    * is no latest execution). Throws on rows that do not fit together; the caller then parses the
    * journal from its start.
@@ -278,7 +291,7 @@ export class ExecutionLog {
       log._bad = { ...cp.bad };
       return log;
     }
-    for (const [id, packed] of cp.earlier) log._earlier.set(id, packed);
+    log._earlierSource = cp.earlier;
     for (const d of cp.decisions) log._decide(d.executionId, { seq: d.seq, event: d.event }, true);
     for (const [id, g] of cp.gates) log._gates.set(id, { ...g });
     if (cp.latest) {
@@ -383,7 +396,12 @@ export interface LogCheckpoint {
 
 /** What `ExecutionLog.restore` takes: a checkpoint's rows merged, and the records it names. */
 export interface RestoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
-  earlier: Iterable<[string, number]>;
+  /**
+   * An earlier execution's stored entry (`firstSeq * 4 + flags`), undefined for an id the rows do
+   * not hold: asked only for the ids records after the checkpoint name, so a restore reads no row
+   * per execution of history.
+   */
+  earlier: (id: string) => number | undefined;
   decisions: { executionId: string; seq: bigint; event: Event }[];
   records: LoggedEvent[];
 }

@@ -2,7 +2,8 @@
  * A session's latest-only parse (controller/execution-log.ts, `ExecutionLog.checkpoint`) kept in
  * SQLite between object lives. Past the memory budget, the first Approve, Resume or Cancel after
  * an object starts used to parse the whole journal to build that parse; with these rows it reads
- * them, the latest execution's records and what was appended since (session-cache.ts `_lightLog`).
+ * one of them, the latest execution's records and what was appended since (session-cache.ts
+ * `_lightLog`), and looks up an earlier execution's row only when a record names it.
  *
  * Rows: one per earlier execution (its first seq and flags, packed as the parse keeps them), one
  * per decision of an earlier execution (its seq: the record is read back), and one for the rest,
@@ -31,18 +32,17 @@ const stmts = {
   state: "SELECT through, hash, state FROM parse_state WHERE id = 1",
   setState:
     "INSERT INTO parse_state (id, through, hash, state) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET through = excluded.through, hash = excluded.hash, state = excluded.state",
-  earlier: "SELECT execution, packed FROM parse_earlier",
+  earlier: "SELECT packed FROM parse_earlier WHERE execution = ?",
   decisions: "SELECT seq, execution FROM parse_decisions ORDER BY seq",
 } as const;
 
 /** Rows per multi-row INSERT: two parameters each, within a statement's 100. */
 const ROWS = 50;
 
-/** The checkpoint as stored: every row, merged. */
+/** The checkpoint as stored: its rows merged; earlier executions are looked up one at a time (`earlier`). */
 export interface StoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
   /** The hash (hex) of the record at `through`. */
   hash: string;
-  earlier: Map<string, number>;
   decisions: [string, bigint][];
 }
 
@@ -64,8 +64,6 @@ export class ParseCheckpoints {
     const row = this._db.query<{ through: number; hash: string; state: string }>(stmts.state)[0];
     if (!row) return undefined;
     const s = JSON.parse(row.state) as StateJson;
-    const earlier = new Map<string, number>();
-    for (const r of this._db.queryRows(stmts.earlier)) earlier.set(r[0] as string, r[1] as number);
     const decisions: [string, bigint][] = this._db.queryRows(stmts.decisions).map((r) => [r[1] as string, BigInt(r[0] as number)]);
     return {
       through: BigInt(row.through),
@@ -75,7 +73,6 @@ export class ParseCheckpoints {
       bad: s.bad && { seq: BigInt(s.bad.seq), detail: s.bad.detail },
       gates: s.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: BigInt(g.callSeq), next: g.next as OpenGate["next"] }]),
       latest: s.latest && { id: s.latest.id, firstSeq: BigInt(s.latest.firstSeq) },
-      earlier,
       decisions,
     };
   }
@@ -102,6 +99,18 @@ export class ParseCheckpoints {
       );
       this._db.query(stmts.setState, Number(cp.through), hash, JSON.stringify(state));
     });
+  }
+
+  /**
+   * The stored entry of an earlier execution (`firstSeq * 4 + flags`), undefined when none is
+   * stored or the rows are gone (the session was deleted under the parse that asks).
+   */
+  earlier(id: string): number | undefined {
+    try {
+      return this._db.query<{ packed: number }>(stmts.earlier, id)[0]?.packed;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Drops every row: the journal they describe is gone, or they cannot be used. */

@@ -356,7 +356,7 @@ export class SessionCache {
         return { executionId, seq, event: r.event };
       });
       const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
-      return { log: ExecutionLog.restore({ ...cp, records, decisions }), through: cp.through };
+      return { log: ExecutionLog.restore({ ...cp, records, decisions, earlier: (id) => store.earlier(id) }), through: cp.through };
     } catch {
       // Rows this build cannot use: dropped, and the parse built from the journal.
       store.clear();

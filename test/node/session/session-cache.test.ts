@@ -349,12 +349,17 @@ describe("the session's in-memory journal", () => {
     const rowsRead = () => read.mock.results.reduce((n, x) => n + (x.value as unknown[]).length, 0);
     let rows = 0;
     /** A new cache over the same storage, what it read to build its parse (in `rows`), and that parse checked. */
+    /** Rows of earlier executions looked up while the parse was made. */
+    let lookups = 0;
+    const sql = vi.spyOn(fx.db, "query");
     const wake = () => {
       const want = stored();
       read.mockClear();
+      sql.mockClear();
       const cache = new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 64n });
       cache.current();
       rows = rowsRead();
+      lookups = sql.mock.calls.filter(([q]) => q.startsWith("SELECT") && q.includes("parse_earlier")).length;
       expectSameForLatest(cache, want);
     };
     const through = () => fx.db.query<{ through: number; hash: string }>("SELECT through, hash FROM parse_state")[0];
@@ -373,6 +378,8 @@ describe("the session's in-memory journal", () => {
     const latest = latestExecution(parseExecutions(stored()) as never)!;
     expect(rows).toBeLessThanOrEqual(1 + decisions + Number(s.journal.head().seq - latest.firstSeq) + 1);
     expect(rows).toBeLessThan(head / 10);
+    // No row per earlier execution: one is looked up only when a record after the checkpoint names an execution.
+    expect(lookups).toBe(0);
 
     // Fewer records after it than `after`: read, not stored; more: a newer checkpoint, of what changed.
     for (let n = 300; n < 302; n++) step(n);
@@ -384,6 +391,7 @@ describe("the session's in-memory journal", () => {
     expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBeGreaterThan(earlier);
     wake();
     expect(rows).toBeLessThan(head / 10);
+    expect(lookups).toBe(0);
 
     // Rows that do not fit the journal are dropped and the parse is built from the journal again.
     for (const spoil of [
@@ -394,11 +402,13 @@ describe("the session's in-memory journal", () => {
     ]) {
       fx.db.query(spoil);
       wake();
+      expect(lookups).toBe(0);
       expect(rows).toBeGreaterThanOrEqual(Number(s.journal.head().seq));
       expect(through()).toEqual({ through: Number(s.journal.head().seq), hash: s.journal.head().hash });
       expect(fx.db.query("SELECT seq FROM parse_decisions WHERE seq = 999999")).toEqual([]);
     }
     read.mockRestore();
+    sql.mockRestore();
   });
 
   it("cache: a journal that outgrows the budget while kept stores its parse's checkpoint then, so no later object life reads the whole journal", async () => {
