@@ -12,7 +12,9 @@
  * stays bounded whatever the session's size. What the session's operations decide from the parse
  * (the latest execution, its gate, a retried decision) is still kept, in a latest-only
  * ExecutionLog that every append extends: it costs memory per execution, not per record, and
- * spares those operations a read of the whole journal (`current`).
+ * spares those operations a read of the whole journal (`current`). It is kept in SQLite between
+ * object lives (parse-checkpoint.ts), so an object that starts again reads it back with the
+ * records since, not the whole journal.
  * @internal
  */
 import { decodeBinary } from "../../proto/binary-reader.js";
