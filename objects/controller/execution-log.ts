@@ -111,6 +111,11 @@ export class ExecutionLog {
   private _earlierSource: ((id: string) => number | undefined) | undefined;
   /** Latest-only: the APPROVAL_RESULTs of earlier executions that recorded one (`decision`). */
   private readonly _decisions = new Map<string, LoggedEvent[]>();
+  /** Latest-only, restored: where the decisions stored before this object life are, and the executions already asked for. */
+  private _decisionsSource: ((id: string) => LoggedEvent[]) | undefined;
+  private readonly _decisionsAsked = new Set<string>();
+  /** Latest-only, restored: the seq its checkpoint was taken after. */
+  private _restoredThrough = 0n;
   /** Latest-only: earlier executions whose `_earlier` entry changed since the last `checkpoint`. */
   private readonly _changed = new Set<string>();
   /** Latest-only: decisions that `_decisions` gained since the last `checkpoint`. */
@@ -237,11 +242,22 @@ export class ExecutionLog {
     return packed;
   }
 
-  private _decide(id: string, e: LoggedEvent, restored = false): void {
+  private _decide(id: string, e: LoggedEvent): void {
     const list = this._decisions.get(id);
     if (list) list.push(e);
     else this._decisions.set(id, [e]);
-    if (!restored) this._newDecisions.push([id, e.seq]);
+    this._newDecisions.push([id, e.seq]);
+  }
+
+  /** An earlier execution's decisions: those stored before this object life (asked for once), then this life's. */
+  private _decisionsOf(id: string): LoggedEvent[] | undefined {
+    if (this._decisionsSource && !this._decisionsAsked.has(id)) {
+      this._decisionsAsked.add(id);
+      // Those of this life, which a checkpoint since may have stored too, are in memory already.
+      const stored = this._decisionsSource(id).filter((e) => e.seq <= this._restoredThrough);
+      if (stored.length > 0) this._decisions.set(id, [...stored, ...(this._decisions.get(id) ?? [])]);
+    }
+    return this._decisions.get(id);
   }
 
   /**
@@ -273,8 +289,8 @@ export class ExecutionLog {
 
   /**
    * A latest-only log as it was at a checkpoint: `earlier` and `decisions` merged over every
-   * checkpoint taken (`earlier` looked up as records need it), the decisions' records read back,
-   * and `records` the journal's records from the
+   * checkpoint taken (each looked up when a record or a `decision` asks), and `records` the
+   * journal's records from the
    * latest execution's EXECUTION_START through `through` (the record at `through` alone when there
    * is no latest execution). Throws on rows that do not fit together; the caller then parses the
    * journal from its start.
@@ -292,7 +308,8 @@ export class ExecutionLog {
       return log;
     }
     log._earlierSource = cp.earlier;
-    for (const d of cp.decisions) log._decide(d.executionId, { seq: d.seq, event: d.event }, true);
+    log._decisionsSource = cp.decisions;
+    log._restoredThrough = cp.through;
     for (const [id, g] of cp.gates) log._gates.set(id, { ...g });
     if (cp.latest) {
       const at = cp.records.findIndex((r) => r.seq === cp.latest!.firstSeq);
@@ -332,7 +349,7 @@ export class ExecutionLog {
    * execution `executionId`, if there is one (what an exact retry of a decision gets back).
    */
   decision(executionId: string, toolCallId: string, requestSeq: bigint): LoggedEvent | undefined {
-    const effects = this._byId.get(executionId)?.effects ?? this._decisions.get(executionId);
+    const effects = this._byId.get(executionId)?.effects ?? this._decisionsOf(executionId);
     return effects?.find((e) => {
       const b = e.event.body;
       return (
@@ -402,7 +419,8 @@ export interface RestoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "dec
    * per execution of history.
    */
   earlier: (id: string) => number | undefined;
-  decisions: { executionId: string; seq: bigint; event: Event }[];
+  /** The stored decisions of an earlier execution, their records read back, in seq order. */
+  decisions: (id: string) => LoggedEvent[];
   records: LoggedEvent[];
 }
 

@@ -3,7 +3,8 @@
  * SQLite between object lives. Past the memory budget, the first Approve, Resume or Cancel after
  * an object starts used to parse the whole journal to build that parse; with these rows it reads
  * one of them, the latest execution's records and what was appended since (session-cache.ts
- * `_lightLog`), and looks up an earlier execution's row only when a record names it.
+ * `_lightLog`), and looks up an earlier execution's rows only when a record or a retried
+ * decision names it.
  *
  * Rows: one per earlier execution (its first seq and flags, packed as the parse keeps them), one
  * per decision of an earlier execution (its seq: the record is read back), and one for the rest,
@@ -25,7 +26,7 @@ import type { SqlDb } from "../storage/sql.js";
 const SCHEMA = [
   "CREATE TABLE IF NOT EXISTS parse_state (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL, hash TEXT NOT NULL, state TEXT NOT NULL)",
   "CREATE TABLE IF NOT EXISTS parse_earlier (execution TEXT PRIMARY KEY, packed INTEGER NOT NULL)",
-  "CREATE TABLE IF NOT EXISTS parse_decisions (seq INTEGER PRIMARY KEY, execution TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS parse_decisions (execution TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (execution, seq))",
 ];
 
 const stmts = {
@@ -33,17 +34,16 @@ const stmts = {
   setState:
     "INSERT INTO parse_state (id, through, hash, state) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET through = excluded.through, hash = excluded.hash, state = excluded.state",
   earlier: "SELECT packed FROM parse_earlier WHERE execution = ?",
-  decisions: "SELECT seq, execution FROM parse_decisions ORDER BY seq",
+  decisions: "SELECT seq FROM parse_decisions WHERE execution = ? ORDER BY seq",
 } as const;
 
 /** Rows per multi-row INSERT: two parameters each, within a statement's 100. */
 const ROWS = 50;
 
-/** The checkpoint as stored: its rows merged; earlier executions are looked up one at a time (`earlier`). */
+/** The checkpoint as stored: earlier executions and their decisions are looked up one at a time (`earlier`, `decisions`). */
 export interface StoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
   /** The hash (hex) of the record at `through`. */
   hash: string;
-  decisions: [string, bigint][];
 }
 
 /** The JSON row: bigints as decimal strings. */
@@ -64,7 +64,6 @@ export class ParseCheckpoints {
     const row = this._db.query<{ through: number; hash: string; state: string }>(stmts.state)[0];
     if (!row) return undefined;
     const s = JSON.parse(row.state) as StateJson;
-    const decisions: [string, bigint][] = this._db.queryRows(stmts.decisions).map((r) => [r[1] as string, BigInt(r[0] as number)]);
     return {
       through: BigInt(row.through),
       hash: row.hash,
@@ -73,7 +72,6 @@ export class ParseCheckpoints {
       bad: s.bad && { seq: BigInt(s.bad.seq), detail: s.bad.detail },
       gates: s.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: BigInt(g.callSeq), next: g.next as OpenGate["next"] }]),
       latest: s.latest && { id: s.latest.id, firstSeq: BigInt(s.latest.firstSeq) },
-      decisions,
     };
   }
 
@@ -94,8 +92,8 @@ export class ParseCheckpoints {
       insertMany(this._db, "INSERT OR REPLACE INTO parse_earlier (execution, packed) VALUES", cp.earlier);
       insertMany(
         this._db,
-        "INSERT OR REPLACE INTO parse_decisions (seq, execution) VALUES",
-        cp.decisions.map(([id, seq]) => [Number(seq), id]),
+        "INSERT OR REPLACE INTO parse_decisions (execution, seq) VALUES",
+        cp.decisions.map(([id, seq]) => [id, Number(seq)]),
       );
       this._db.query(stmts.setState, Number(cp.through), hash, JSON.stringify(state));
     });
@@ -110,6 +108,15 @@ export class ParseCheckpoints {
       return this._db.query<{ packed: number }>(stmts.earlier, id)[0]?.packed;
     } catch {
       return undefined;
+    }
+  }
+
+  /** The seqs of an earlier execution's stored decisions, in order; none when the rows are gone. */
+  decisions(id: string): bigint[] {
+    try {
+      return this._db.queryRows(stmts.decisions, id).map((r) => BigInt(r[0] as number));
+    } catch {
+      return [];
     }
   }
 

@@ -352,13 +352,15 @@ export class SessionCache {
         store.clear();
         return undefined;
       }
-      const decisions = cp.decisions.map(([executionId, seq]) => {
-        const r = readRange(journal, seq, seq)[0];
-        if (!r) throw new Error(`the checkpoint names a decision at seq ${seq}, which the journal does not hold`);
-        return { executionId, seq, event: r.event };
-      });
       const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
-      return { log: ExecutionLog.restore({ ...cp, records, decisions, earlier: (id) => store.earlier(id) }), through: cp.through };
+      const log = ExecutionLog.restore({
+        ...cp,
+        records,
+        earlier: (id) => store.earlier(id),
+        // Records at or before `through`, which the hash check vouched for.
+        decisions: (id) => store.decisions(id).flatMap((seq) => readRange(journal, seq, seq)),
+      });
+      return { log, through: cp.through };
     } catch {
       // Rows this build cannot use: dropped, and the parse built from the journal.
       store.clear();

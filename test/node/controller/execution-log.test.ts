@@ -267,7 +267,11 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
       return ExecutionLog.restore({
         ...cp,
         earlier: (id) => this.earlier.get(id),
-        decisions: [...this.decisions].map(([seq, executionId]) => ({ executionId, seq, event: records[Number(seq) - 1]!.event })),
+        decisions: (id) =>
+          [...this.decisions]
+            .filter(([, executionId]) => executionId === id)
+            .map(([seq]) => records[Number(seq) - 1]!)
+            .sort((a, b) => (a.seq < b.seq ? -1 : 1)),
         records: cp.through === 0n ? [] : records.slice(Number(from) - 1, Number(cp.through)),
       });
     }
@@ -319,7 +323,7 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
     const records = log(start("a", 1n), input("a", "first"), output("a"), start("b", 0n), output("b"));
     const l = latestOnly(records);
     const cp = l.checkpoint();
-    const rows = { ...cp, earlier: (id: string) => new Map(cp.earlier).get(id), decisions: [] };
+    const rows = { ...cp, earlier: (id: string) => new Map(cp.earlier).get(id), decisions: () => [] };
     expect(() => ExecutionLog.restore({ ...rows, records: records.slice(3) })).not.toThrow();
     expect(() => ExecutionLog.restore({ ...rows, records: records.slice(4) })).toThrow(/no EXECUTION_START at 4/);
     expect(() => ExecutionLog.restore({ ...rows, latest: { id: "b", firstSeq: 3n }, records: records.slice(2) })).toThrow(/no EXECUTION_START at 3/);
