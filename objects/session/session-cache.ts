@@ -435,12 +435,21 @@ function* pagesFrom(journal: Journal, from: bigint, to: bigint): Generator<Logge
   }
 }
 
-/** Records 1..hi, decoded, a page at a time from `hi` back (each page in seq order). */
+/** Records of the first page pagesBack reads: what a search that ends near the head needs. */
+const FIRST_PAGE_BACK = 16n;
+
+/**
+ * Records 1..hi, decoded, a page at a time from `hi` back (each page in seq order). Pages grow from
+ * FIRST_PAGE_BACK records to PAGE, four times larger each: most searches back end within a turn's
+ * few records, and a first page of 512 decoded was most of a turn's first read in an object life.
+ */
 function* pagesBack(journal: Journal, hi: bigint): Generator<LoggedEvent[]> {
+  let size = FIRST_PAGE_BACK;
   for (let top = hi; top >= 1n; ) {
-    const lo = top - BigInt(PAGE) + 1n > 1n ? top - BigInt(PAGE) + 1n : 1n;
+    const lo = top - size + 1n > 1n ? top - size + 1n : 1n;
     yield readRange(journal, lo, top);
     top = lo - 1n;
+    if (size < BigInt(PAGE)) size = size * 4n < BigInt(PAGE) ? size * 4n : BigInt(PAGE);
   }
 }
 

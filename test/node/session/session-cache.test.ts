@@ -410,6 +410,24 @@ describe("the session's in-memory journal", () => {
     sql.mockRestore();
   });
 
+  it("cache: past the budget, a turn learns whether the latest execution is open from the records back to its start, not a page of 512", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    for (let n = 1; n <= 120; n++) injectTurn(fx.host, n);
+    // The latest turn (every fifth passes a gate) took 8 records; one more is left open.
+    inject(fx.host, [ev("open", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 0n } })]);
+    const read = vi.spyOn(s.journal, "read");
+    const cache = new SessionCache(() => s.journal, 0);
+    expect(cache.latestOpen()).toBe(true);
+    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    expect(rows).toBeLessThanOrEqual(16);
+    injectTurn(fx.host, 121);
+    read.mockClear();
+    expect(new SessionCache(() => s.journal, 0).latestOpen()).toBe(false);
+    read.mockRestore();
+  });
+
   it("cache: a journal that outgrows the budget while kept stores its parse's checkpoint then, so no later object life reads the whole journal", async () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 300_000 });
     await createSession(fx.host);
