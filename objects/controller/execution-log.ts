@@ -161,7 +161,6 @@ export class ExecutionLog {
       this._order.push(ex);
       return;
     }
-    ex.lastSeq = seq;
     switch (event.kind) {
       case EventKind.EVENT_EXECUTION_START:
         return bad(`execution ${ex.id} has a second EXECUTION_START at ${seq}`);
@@ -169,24 +168,20 @@ export class ExecutionLog {
         if (ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0) {
           return bad(inputAfterEffects(seq));
         }
-        if (event.body.case !== "message") ex.payloadlessInput ??= seq;
-        else ex.inputs.push(event.body.value);
-        return;
+        break;
       case EventKind.EVENT_END:
         if (ex.endState !== undefined) return bad(`execution ${ex.id} has a second END at ${seq}`);
-        ex.endState = event.body.case === "end" ? event.body.value.state : "";
-        return;
+        break;
       case EventKind.EVENT_ERROR:
-        ex.errors.push(seq);
-        return;
+        break;
       default: {
         if (!EFFECT_KINDS.has(event.kind)) return bad(unexpectedKind(seq, event));
         if (ex.endState !== undefined) return bad(effectAfterEnd(seq));
         const misplaced = stepGate(this._gates, ex.id, seq, event) ?? misplacedCompaction(ex.firstSeq, seq, event, prev);
         if (misplaced) return bad(misplaced);
-        ex.effects.push({ seq, event });
       }
     }
+    addRecord(ex, seq, event);
   }
 
   /**
@@ -290,10 +285,9 @@ export class ExecutionLog {
   /**
    * A latest-only log as it was at a checkpoint: `earlier` and `decisions` merged over every
    * checkpoint taken (each looked up when a record or a `decision` asks), and `records` the
-   * journal's records from the
-   * latest execution's EXECUTION_START through `through` (the record at `through` alone when there
-   * is no latest execution). Throws on rows that do not fit together; the caller then parses the
-   * journal from its start.
+   * journal's records from the latest execution's EXECUTION_START through `through` (the record at
+   * `through` alone when there is no latest execution). Throws on rows that do not fit together;
+   * the caller then parses the journal from its start.
    */
   static restore(cp: RestoredCheckpoint): ExecutionLog {
     const log = new ExecutionLog(true);
@@ -326,17 +320,11 @@ export class ExecutionLog {
         effects: [],
         errors: [],
       };
-      // These records passed push's checks when the checkpoint was taken: only their effect on the execution is replayed.
+      // These records passed push's checks when the checkpoint was taken: they are only added again.
       for (const { seq, event } of cp.records.slice(at + 1)) {
         if (event.executionId !== ex.id) continue;
         if (event.kind === EventKind.EVENT_LIFECYCLE && compactedThrough(event) === undefined) continue;
-        ex.lastSeq = seq;
-        if (event.kind === EventKind.EVENT_INPUT) {
-          if (event.body.case !== "message") ex.payloadlessInput ??= seq;
-          else ex.inputs.push(event.body.value);
-        } else if (event.kind === EventKind.EVENT_END) ex.endState = event.body.case === "end" ? event.body.value.state : "";
-        else if (event.kind === EventKind.EVENT_ERROR) ex.errors.push(seq);
-        else ex.effects.push({ seq, event });
+        addRecord(ex, seq, event);
       }
       log._byId.set(ex.id, ex);
       log._order.push(ex);
@@ -390,6 +378,25 @@ export class ExecutionLog {
     if (this._bad) return false;
     const last = this._order[this._order.length - 1];
     return last !== undefined && last.endState === undefined;
+  }
+}
+
+/** A record of an execution kept whole, past push's checks: what it adds to the execution. */
+function addRecord(ex: Execution, seq: bigint, event: Event): void {
+  ex.lastSeq = seq;
+  switch (event.kind) {
+    case EventKind.EVENT_INPUT:
+      if (event.body.case !== "message") ex.payloadlessInput ??= seq;
+      else ex.inputs.push(event.body.value);
+      return;
+    case EventKind.EVENT_END:
+      ex.endState = event.body.case === "end" ? event.body.value.state : "";
+      return;
+    case EventKind.EVENT_ERROR:
+      ex.errors.push(seq);
+      return;
+    default:
+      ex.effects.push({ seq, event });
   }
 }
 

@@ -12,8 +12,7 @@
  * that hash a check of every record up to it: rows whose record no longer has it (a journal
  * replaced underneath) are dropped, and the parse is built from the journal again. Written in one
  * transaction, with only the rows that changed since the last checkpoint; the first creates the
- * tables (`SCHEMA`). Tested in
- * test/node/session/session-cache.test.ts.
+ * tables (`SCHEMA`). Tested in test/node/session/session-cache.test.ts.
  */
 import type { LogCheckpoint, OpenGate } from "../controller/execution-log.js";
 import type { SqlDb } from "../storage/sql.js";
