@@ -28,6 +28,15 @@ interface Kind {
 
 const uidOf = (s: { metadata?: { uid: string } }) => s.metadata!.uid;
 
+/** A Cancel with nothing running, which the session must refuse with FAILED_PRECONDITION (shared with scaling-wake.ts). */
+export async function idleCancel(c: SessionsClient, uid: string): Promise<void> {
+  const refused = await c.cancel(uid).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(refused instanceof ConnectError) || refused.code !== Code.FailedPrecondition) throw new Error(`an idle Cancel must be refused, got ${String(refused)}`);
+}
+
 const KINDS: Kind[] = [
   {
     name: "echo",
@@ -49,14 +58,7 @@ const KINDS: Kind[] = [
     // FAILED_PRECONDITION (what Approve, Resume and Cancel all read first).
     name: "cancel",
     open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
-    turn: async (c, uid) => {
-      const refused = await c.cancel(uid).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (!(refused instanceof ConnectError) || refused.code !== Code.FailedPrecondition)
-        throw new Error(`an idle Cancel must be refused, got ${String(refused)}`);
-    },
+    turn: idleCancel,
   },
 ];
 

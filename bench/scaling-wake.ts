@@ -12,10 +12,10 @@
  * round. Medians of BENCH_SCALING_WAKE_ROUNDS (default 5) rounds; one
  * `bench scaling-wake-<kind> ratio=… target=<=1.2` line per kind. It asserts nothing.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { DevServer } from "../scripts/dev-server.js";
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, median, retryProxy503, summary, timed } from "./lib.js";
+import { idleCancel } from "./scaling-history.js";
 
 interface WakeKind {
   name: string;
@@ -24,17 +24,7 @@ interface WakeKind {
 
 const KINDS: WakeKind[] = [
   { name: "echo", op: (c, uid) => c.exec({ session: uid, inputs: ["after a pause"] }) },
-  {
-    name: "cancel",
-    op: async (c, uid) => {
-      const refused = await c.cancel(uid).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (!(refused instanceof ConnectError) || refused.code !== Code.FailedPrecondition)
-        throw new Error(`an idle Cancel must be refused, got ${String(refused)}`);
-    },
-  },
+  { name: "cancel", op: idleCancel },
 ];
 
 export async function wakePhase(server: DevServer, client: SessionsClient, records: number, rounds: number): Promise<void> {
