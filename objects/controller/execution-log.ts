@@ -116,7 +116,11 @@ export class ExecutionLog {
   private readonly _decisionsAsked = new Set<string>();
   /** Latest-only, restored: the seq its checkpoint was taken after. */
   private _restoredThrough = 0n;
-  /** Latest-only: earlier executions whose `_earlier` entry changed since the last `checkpoint`. */
+  /**
+   * Executions a `checkpoint` has to write again: latest-only, the earlier ones whose `_earlier`
+   * entry changed since the last one; whole, every one that gained a record since (the latest
+   * stays in it until it is no longer the latest).
+   */
   private readonly _changed = new Set<string>();
   /** Latest-only: decisions that `_decisions` gained since the last `checkpoint`. */
   private _newDecisions: [string, bigint][] = [];
@@ -157,7 +161,7 @@ export class ExecutionLog {
       if (this._latestOnly) {
         const before = this._order.pop();
         if (before) this._retire(before);
-      }
+      } else this._changed.add(ex.id);
       this._order.push(ex);
       return;
     }
@@ -182,6 +186,7 @@ export class ExecutionLog {
       }
     }
     addRecord(ex, seq, event);
+    if (!this._latestOnly) this._changed.add(ex.id);
   }
 
   /**
@@ -221,8 +226,7 @@ export class ExecutionLog {
   /** Latest-only: an execution no longer the latest becomes its first seq, flags and decisions. */
   private _retire(ex: Execution): void {
     this._byId.delete(ex.id);
-    const closed = ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0;
-    this._earlier.set(ex.id, Number(ex.firstSeq) * 4 + (closed ? EARLIER_CLOSED : 0) + (ex.endState !== undefined ? EARLIER_ENDED : 0));
+    this._earlier.set(ex.id, packEarlier(ex));
     this._changed.add(ex.id);
     for (const e of ex.effects) if (e.event.kind === EventKind.EVENT_APPROVAL_RESULT) this._decide(ex.id, e);
   }
@@ -256,23 +260,35 @@ export class ExecutionLog {
   }
 
   /**
-   * Latest-only: what this parse keeps, as of the last record pushed, for a store to keep across
+   * What a latest-only parse keeps, as of the last record pushed, for a store to keep across
    * object lives (objects/session/parse-checkpoint.ts). Earlier executions and decisions come as
-   * what changed since the previous checkpoint (everything, on the first); the rest whole.
-   * `ExecutionLog.restore` of the store's merged rows, then pushing the records after `through`,
-   * gives the same parse as pushing every record (test/node/controller/execution-log.test.ts).
+   * what changed since the previous checkpoint (everything, on the first); the rest whole. A whole
+   * parse gives the same rows (its executions but the latest, as latest-only keeps them), so a
+   * session that holds its journal in memory keeps the checkpoint too. `ExecutionLog.restore` of
+   * the store's merged rows, then pushing the records after `through`, gives the same parse as
+   * pushing every record (test/node/controller/execution-log.test.ts).
    */
   checkpoint(): LogCheckpoint {
-    if (!this._latestOnly) throw new Error("only a latest-only ExecutionLog takes checkpoints");
+    const last = this._order[this._order.length - 1];
     const earlier: [string, number][] = [];
-    for (const id of this._changed) earlier.push([id, this._earlier.get(id)!]);
+    const decisions: [string, bigint][] = this._latestOnly ? this._newDecisions : [];
+    for (const id of this._changed) {
+      if (this._latestOnly) {
+        earlier.push([id, this._earlier.get(id)!]);
+        continue;
+      }
+      if (id === last?.id) continue;
+      const ex = this._byId.get(id)!;
+      earlier.push([id, packEarlier(ex)]);
+      for (const e of ex.effects) if (e.event.kind === EventKind.EVENT_APPROVAL_RESULT) decisions.push([id, e.seq]);
+    }
     this._changed.clear();
-    const decisions = this._newDecisions;
+    // Whole: the latest is written once it is no longer the latest.
+    if (!this._latestOnly && last) this._changed.add(last.id);
     this._newDecisions = [];
     const at = { through: this._through, index: this._index, lastForkSeq: this._lastForkSeq };
     // A malformed log answers with its malformation alone, whatever else it holds.
     if (this._bad) return { ...at, bad: { ...this._bad }, gates: [], earlier: [], decisions: [] };
-    const last = this._order[this._order.length - 1];
     return {
       ...at,
       gates: [...this._gates].map(([id, g]) => [id, { ...g }]),
@@ -379,6 +395,12 @@ export class ExecutionLog {
     const last = this._order[this._order.length - 1];
     return last !== undefined && last.endState === undefined;
   }
+}
+
+/** What a latest-only parse keeps of an execution no longer the latest: `firstSeq * 4 + flags` (EARLIER_*). */
+function packEarlier(ex: Execution): number {
+  const closed = ex.effects.length > 0 || ex.endState !== undefined || ex.errors.length > 0;
+  return Number(ex.firstSeq) * 4 + (closed ? EARLIER_CLOSED : 0) + (ex.endState !== undefined ? EARLIER_ENDED : 0);
 }
 
 /** A record of an execution kept whole, past push's checks: what it adds to the execution. */

@@ -64,8 +64,12 @@ function carriesJson(event: Event): boolean {
 
 const PAGE = 512;
 
-/** Records read past a restored checkpoint that make the object store a newer one. */
-const CHECKPOINT_AFTER = 1024n;
+/**
+ * Records past the stored checkpoint that make the object store a newer one, whether they were
+ * appended in this life or read past a restored one: what an object that starts again reads at most
+ * beyond the latest execution to know it.
+ */
+const CHECKPOINT_EVERY = 256n;
 
 interface Loaded {
   events: LoggedEvent[];
@@ -96,6 +100,10 @@ export class SessionCache {
   private _light: Light | undefined;
   /** Until then, once a turn asked latestOpen: the latest execution and whether it ended, kept up to date. */
   private _tail: Tail | undefined;
+  /** The seq the stored checkpoint was taken after, once this life read or wrote it (0: none stored). */
+  private _storedThrough: bigint | undefined;
+  /** Set when this life found no usable checkpoint to restore: not looked for again. */
+  private _noCheckpoint = false;
 
   constructor(
     private readonly _journal: () => Journal,
@@ -103,8 +111,8 @@ export class SessionCache {
     /** Told once per object life, with the records counted so far, when the journal outgrows the budget. */
     private readonly _onOverBudget?: (records: number, heapEstimate: number) => void,
     /**
-     * Where the latest-only parse is kept between object lives (parse-checkpoint.ts), and how many
-     * records past a restored one make a newer one (CHECKPOINT_AFTER); none: built from the journal.
+     * Where the parse's checkpoint is kept between object lives (parse-checkpoint.ts), and how many
+     * records past the stored one make a newer one (CHECKPOINT_EVERY); none: built from the journal.
      */
     private readonly _checkpoints?: { store: ParseCheckpoints; after?: bigint },
   ) {}
@@ -211,9 +219,10 @@ export class SessionCache {
    * either way (test/node/session/session-cache.test.ts).
    */
   current(): ParsedLog {
-    const loaded = this._load();
-    if (loaded) return loaded.log.view(loaded.events);
-    return this._lightLog().latestView((ex) => this.history(ex.firstSeq - 1n));
+    const log = this._log();
+    const loaded = this._loaded;
+    if (loaded && log === loaded.log) return log.view(loaded.events);
+    return log.latestView((ex) => this.history(ex.firstSeq - 1n));
   }
 
   /**
@@ -222,7 +231,8 @@ export class SessionCache {
    * latest EXECUTION_START only: a turn does not pay for building the parse.
    */
   latestOpen(): boolean {
-    const log = this._load()?.log ?? this._light?.log;
+    // A turn needs the records for its history anyway: within the budget they are loaded.
+    const log = this._loaded?.log ?? this._light?.log ?? this._load()?.log ?? this._lightLog(true);
     if (log) return log.latestOpen();
     this._tail ??= latestFromEnd(this._journal());
     return this._tail.open;
@@ -230,7 +240,17 @@ export class SessionCache {
 
   /** The decision recorded for a gate, in any execution (ExecutionLog.decision). */
   decision(executionId: string, toolCallId: string, requestSeq: bigint): LoggedEvent | undefined {
-    return (this._load()?.log ?? this._lightLog()).decision(executionId, toolCallId, requestSeq);
+    return this._log().decision(executionId, toolCallId, requestSeq);
+  }
+
+  /**
+   * The parse operations on the latest execution decide from: the one kept in memory, else the
+   * latest-only one restored from its stored checkpoint (Approve, Cancel and Resume after an object
+   * starts read the latest execution and the records since, whatever the journal's length), else
+   * the journal loaded, else the latest-only parse built from the whole journal.
+   */
+  private _log(): ExecutionLog {
+    return this._loaded?.log ?? this._light?.log ?? this._lightLog(true) ?? this._load()?.log ?? this._lightLog();
   }
 
   /** Records the session just appended (in seq order, right after the cached head). */
@@ -251,28 +271,30 @@ export class SessionCache {
         if (r.seq !== light.head + 1n) {
           // Something wrote around this parse: build it again from the journal when next asked.
           this._light = undefined;
-          return;
+          break;
         }
         light.log.push(r.seq, r.decoded);
         light.head = r.seq;
       }
-      return;
     }
     const loaded = this._loaded;
-    if (!loaded) return;
-    for (const r of records) {
-      if (r.seq !== BigInt(loaded.events.length + 1)) {
-        // Not the next record: something wrote around this cache; read the journal again.
-        this._loaded = undefined;
-        return;
+    if (loaded) {
+      for (const r of records) {
+        if (r.seq !== BigInt(loaded.events.length + 1)) {
+          // Not the next record: something wrote around this cache; read the journal again.
+          this._loaded = undefined;
+          return;
+        }
+        loaded.events.push({ seq: r.seq, event: r.decoded });
+        loaded.list.push(r.decoded);
+        noteMarker(loaded.list, loaded.markers);
+        loaded.log.push(r.seq, r.decoded);
+        loaded.heap += heapEstimate(r.event.length, r.decoded);
       }
-      loaded.events.push({ seq: r.seq, event: r.decoded });
-      loaded.list.push(r.decoded);
-      noteMarker(loaded.list, loaded.markers);
-      loaded.log.push(r.seq, r.decoded);
-      loaded.heap += heapEstimate(r.event.length, r.decoded);
+      if (loaded.heap > this._maxHeapBytes) return this._drop(loaded.events.length, loaded.heap);
     }
-    if (loaded.heap > this._maxHeapBytes) this._drop(loaded.events.length, loaded.heap);
+    const last = records[records.length - 1];
+    if (last) this._checkpointIfDue(last.seq);
   }
 
   /** Forgets everything: the journal was replaced underneath (a fork child's seed, an erase). */
@@ -281,6 +303,8 @@ export class SessionCache {
     this._tooLarge = false;
     this._light = undefined;
     this._tail = undefined;
+    this._storedThrough = undefined;
+    this._noCheckpoint = false;
   }
 
   private _load(): Loaded | undefined {
@@ -293,27 +317,69 @@ export class SessionCache {
       this._onOverBudget?.(head, head * RECORD_HEAP_BYTES);
       return undefined;
     }
-    const all = readAll(this._journal(), this._maxHeapBytes);
+    // The parse learns which of its executions the stored checkpoint already holds, so the next
+    // one writes only what changed since.
+    const stored = this._storedCheckpoint();
+    const all = readAll(this._journal(), this._maxHeapBytes, stored);
     if (all.heap > this._maxHeapBytes || !all.contiguous) {
       this._tooLarge = true;
       if (all.heap > this._maxHeapBytes) this._onOverBudget?.(all.events.length, all.heap);
       return undefined;
     }
     this._loaded = all;
+    this._storedThrough = stored;
+    this._checkpointIfDue(BigInt(all.events.length));
     return all;
   }
 
   /**
-   * The latest-only parse of a journal not kept, made once in this object's life: from the stored
-   * checkpoint and the records after it, or else from the whole journal. A checkpoint is stored
-   * when the parse was made from the whole journal, or from more than CHECKPOINT_AFTER records
-   * past the stored one, so the next object life reads little (and by `_drop`, when the journal
-   * outgrows the budget while kept).
+   * The seq a usable stored checkpoint was taken after (its record's hash still the journal's),
+   * 0 without one; rows that do not fit the journal are dropped.
    */
-  private _lightLog(): ExecutionLog {
+  private _storedCheckpoint(): bigint {
+    const store = this._checkpoints?.store;
+    if (!store) return 0n;
+    try {
+      const cp = store.read();
+      if (!cp) return 0n;
+      const at = cp.through > 0n ? this._journal().read(cp.through, cp.through, 1)[0] : undefined;
+      if (at?.seq === cp.through && at.hash === cp.hash) return cp.through;
+      store.clear();
+    } catch {
+      // Unreadable rows: dropped below, and the next checkpoint writes every row again.
+      try {
+        store.clear();
+      } catch {
+        // The next checkpoint's write will fail the same way; the parse stands without it.
+      }
+    }
+    return 0n;
+  }
+
+  /** Stores a checkpoint of the parse kept when CHECKPOINT_EVERY records came after the stored one. */
+  private _checkpointIfDue(head: bigint): void {
+    if (!this._checkpoints) return;
+    const log = this._light?.log ?? this._loaded?.log;
+    if (!log) return;
+    this._storedThrough ??= this._storedCheckpoint();
+    if (head - this._storedThrough >= (this._checkpoints.after ?? CHECKPOINT_EVERY)) this._storeCheckpoint(log, head);
+  }
+
+  /**
+   * The latest-only parse, made once in this object's life: from the stored checkpoint and the
+   * records after it, or else (not `restoredOnly`: then undefined) from the whole journal. A
+   * checkpoint is stored when the parse was made from the whole journal, or from CHECKPOINT_EVERY
+   * records or more past the stored one, so the next object life reads little.
+   */
+  private _lightLog(restoredOnly: true): ExecutionLog | undefined;
+  private _lightLog(): ExecutionLog;
+  private _lightLog(restoredOnly = false): ExecutionLog | undefined {
     if (this._light) return this._light.log;
+    if (restoredOnly && this._noCheckpoint) return undefined;
     const journal = this._journal();
     const restored = this._restore(journal);
+    this._noCheckpoint = !restored;
+    if (!restored && restoredOnly) return undefined;
     const light: Light = restored ? { log: restored.log, head: restored.through } : { log: new ExecutionLog(true), head: 0n };
     const from = light.head + 1n;
     for (const page of pagesFrom(journal, from, 0n)) {
@@ -323,17 +389,19 @@ export class SessionCache {
       }
     }
     this._light = light;
-    if (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_AFTER)) this._storeCheckpoint(light);
+    this._storedThrough = restored?.through ?? 0n;
+    if (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_EVERY)) this._storeCheckpoint(light.log, light.head);
     return light.log;
   }
 
-  /** Stores the latest-only parse's checkpoint, taken at the journal's head. */
-  private _storeCheckpoint(light: Light): void {
+  /** Stores `log`'s checkpoint, taken after the record at `through`, the journal's head. */
+  private _storeCheckpoint(log: ExecutionLog, through: bigint): void {
     const store = this._checkpoints?.store;
     const head = this._journal().head();
-    if (!store || light.head === 0n || head.seq !== light.head) return;
+    if (!store || through === 0n || head.seq !== through) return;
     try {
-      store.write(light.log.checkpoint(), head.hash);
+      store.write(log.checkpoint(), head.hash);
+      this._storedThrough = through;
     } catch {
       // The parse stands without its checkpoint: the next object life builds it again.
     }
@@ -369,14 +437,21 @@ export class SessionCache {
   }
 
   private _drop(records: number, heap: number): void {
-    // The records are all in memory: the latest-only parse is made from them, not read again.
-    const log = new ExecutionLog(true);
-    for (const e of this._loaded!.events) log.push(e.seq, e.event);
-    this._light = { log, head: BigInt(records) };
+    const loaded = this._loaded!;
+    const head = BigInt(records);
     this._loaded = undefined;
     this._tooLarge = true;
     // Kept for the object lives to come, which will not fit the journal in memory either.
-    this._storeCheckpoint(this._light);
+    if (this._light) this._storeCheckpoint(this._light.log, head);
+    else {
+      this._storeCheckpoint(loaded.log, head);
+      // The records are all in memory: the latest-only parse is made from them, not read again.
+      const log = new ExecutionLog(true);
+      for (const e of loaded.events) log.push(e.seq, e.event);
+      // What the store holds already is not written again by its next checkpoint.
+      if (this._storedThrough === head) log.checkpoint();
+      this._light = { log, head };
+    }
     this._onOverBudget?.(records, heap);
   }
 }
@@ -400,8 +475,12 @@ function noteMarker(list: readonly Event[], markers: number[]): void {
   if (markerAt(list, list.length - 1) !== undefined) markers.push(list.length - 1);
 }
 
-/** Reads and parses the whole journal; stops early (its heapEstimate over the limit) once `stopAbove` is passed. */
-function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded {
+/**
+ * Reads and parses the whole journal; stops early (its heapEstimate over the limit) once
+ * `stopAbove` is passed. `storedThrough`: the seq of the stored checkpoint, which the parse is told
+ * holds every record up to it (ExecutionLog.checkpoint), so its next checkpoint is what came since.
+ */
+function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY, storedThrough = 0n): Loaded {
   const events: LoggedEvent[] = [];
   const list: Event[] = [];
   const log = new ExecutionLog();
@@ -417,6 +496,7 @@ function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY): Loaded
       list.push(event);
       noteMarker(list, markers);
       log.push(r.seq, event);
+      if (r.seq === storedThrough) log.checkpoint();
       heap += heapEstimate(r.event.length, event);
     }
     if (heap > stopAbove || page.length < PAGE) return { events, list, log, markers, heap, contiguous };

@@ -277,8 +277,9 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
     }
   }
 
-  it("parse: restored from its checkpoints at random points and fed the rest, on 2,000 random journals, it says what it says fed every record", () => {
+  it("parse: restored from its checkpoints at random points and fed the rest, on 2,000 random journals, it says what it says fed every record (checkpoints of a latest-only or a whole parse)", () => {
     let restoredLatest = 0;
+    let wholeRows = 0;
     for (let seed = 1; seed <= 2000; seed++) {
       const r = rng(seed);
       const records = interleaved(r, 5 + r.int(60));
@@ -286,7 +287,8 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
       // Checkpoints at one to three points; at each, the object may start again from the rows.
       const cuts = [...new Set(Array.from({ length: 1 + r.int(3) }, () => r.int(records.length + 1)))].sort((a, b) => a - b);
       const rows = new CheckpointRows();
-      let l = new ExecutionLog(true);
+      // A session holding its journal in memory takes them of its whole parse.
+      let l = new ExecutionLog(seed % 2 === 1);
       let at = 0;
       for (const cut of cuts) {
         for (; at < cut; at++) l.push(records[at]!.seq, records[at]!.event);
@@ -314,9 +316,14 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
       const whole = fed.checkpoint();
       expect({ ...now, earlier: [], decisions: [] }).toEqual({ ...whole, earlier: [], decisions: [] });
       for (const [id, packed] of now.earlier) rows.earlier.set(id, packed);
-      expect(new Map(whole.earlier)).toEqual(want.ok ? rows.earlier : new Map(whole.earlier));
+      for (const [id, seq] of now.decisions) rows.decisions.set(seq, id);
+      if (!want.ok) continue;
+      expect(rows.earlier, `seed ${seed}`).toEqual(new Map(whole.earlier));
+      expect(rows.decisions, `seed ${seed}`).toEqual(new Map(whole.decisions.map(([id, seq]) => [seq, id])));
+      wholeRows += Number(seed % 2 === 0 && whole.decisions.length > 0);
     }
     expect(restoredLatest).toBeGreaterThan(500);
+    expect(wholeRows).toBeGreaterThan(100);
   });
 
   it("parse: a restore refuses rows that do not fit the journal", () => {

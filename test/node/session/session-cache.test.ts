@@ -410,6 +410,74 @@ describe("the session's in-memory journal", () => {
     sql.mockRestore();
   });
 
+  it("cache: within the budget, an object starting again decides Approve, Cancel and Resume from the checkpoint and the records since; the journal is loaded only for a history, and both stay up to date", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    // Kept in memory as a turn keeps it, so its appends store checkpoints.
+    expect(s.loggedEvents()).toBe(s.loggedEvents());
+    for (let n = 0; n < 200; n++) injectTurn(fx.host, n);
+    const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const head = Number(s.journal.head().seq);
+    const through = fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through;
+    expect(head - through).toBeLessThan(256);
+    expect(head).toBeGreaterThan(900);
+
+    const read = vi.spyOn(s.journal, "read");
+    const rowsRead = () => read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const woken = new SessionCache(() => s.journal, undefined, undefined, { store: new ParseCheckpoints(fx.db) });
+    const want = stored();
+    const latest = latestExecution(parseExecutions(want) as never)!;
+    read.mockClear();
+    const current = woken.current();
+    expect(current.ok && current.latestOnly).toBeTruthy();
+    expect(woken.latestOpen()).toBe(false);
+    // The checkpoint's record, the latest execution and the records after the checkpoint.
+    expect(rowsRead()).toBeLessThanOrEqual(1 + (head - through) + Number(BigInt(head) - latest.firstSeq) + 1);
+    // A retried decision of an earlier execution: its one record, once.
+    read.mockClear();
+    expect(woken.decision("ex100", "c100", 0n)).toBeUndefined();
+    const decided = want.find((e) => e.event.executionId === "ex100" && e.event.kind === EventKind.EVENT_APPROVAL_RESULT)!;
+    expect(decided.seq).toBeLessThan(through);
+    expect(woken.decision("ex100", "c100", decided.event.body.case === "approvalResult" ? decided.event.body.value.requestSeq : 0n)).toEqual(decided);
+    expect(rowsRead()).toBe(1);
+    read.mockRestore();
+    // A history loads the journal; what it says is the whole parse's.
+    expectSameForLatest(woken, want);
+    expect(woken.events()).toEqual(want);
+    expect(woken.parsed()).toEqual(parseExecutions(want));
+
+    // Appends extend both the kept records and the restored parse, and store the next checkpoint.
+    for (let n = 200; n < 260; n++) {
+      const from = s.journal.head().seq + 1n;
+      injectTurn(fx.host, n);
+      woken.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+    }
+    const after = stored();
+    expect(woken.events()).toEqual(after);
+    expect(woken.current()).toEqual(parseExecutions(after));
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), after);
+    expect(fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through).toBeGreaterThan(head);
+
+    // Loaded first (a turn's history): the parse learns what the stored checkpoint holds, so its
+    // checkpoints write what came since, not every execution again.
+    const store = new ParseCheckpoints(fx.db);
+    const write = vi.spyOn(store, "write");
+    const loadedFirst = new SessionCache(() => s.journal, undefined, undefined, { store });
+    const storedAtLoad = BigInt(fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through);
+    expect(loadedFirst.events()).toEqual(after);
+    for (let n = 260; n < 320; n++) {
+      const from = s.journal.head().seq + 1n;
+      injectTurn(fx.host, n);
+      loadedFirst.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+    }
+    expect(write).toHaveBeenCalled();
+    const rows = write.mock.calls.reduce((k, [cp]) => k + cp.earlier.length, 0);
+    // A turn takes at least 4 records: the executions since the stored checkpoint, and the 60 appended.
+    expect(rows).toBeLessThanOrEqual(Number(BigInt(after.length) - storedAtLoad) / 4 + 60 + 1);
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored());
+  });
+
   it("cache: past the budget, a turn learns whether the latest execution is open from the records back to its start, not a page of 512", async () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
     await createSession(fx.host);
@@ -428,7 +496,7 @@ describe("the session's in-memory journal", () => {
     read.mockRestore();
   });
 
-  it("cache: a journal that outgrows the budget while kept stores its parse's checkpoint then, so no later object life reads the whole journal", async () => {
+  it("cache: a journal kept in memory stores its parse's checkpoint every 256 records and at the append that outgrows the budget, so no later object life reads the whole journal", async () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 300_000 });
     await createSession(fx.host);
     const s = stateOf(fx.host);
@@ -441,13 +509,29 @@ describe("the session's in-memory journal", () => {
     injectTurn(fx.host, 0);
     expect(stored()).toEqual([]);
     let n = 1;
-    for (; stored().length === 0; n++) {
+    const throughs = new Set<number>();
+    /** Whether the records are still kept: the same array each time, not a read from SQLite. */
+    const kept = () => {
+      const a = s.loggedEvents();
+      return a === s.loggedEvents();
+    };
+    for (; kept(); n++) {
       if (n > 1000) throw new Error("the journal never outgrew the budget");
       injectTurn(fx.host, n);
+      const at = stored()[0]?.through;
+      if (at !== undefined && !throughs.has(at)) {
+        expect(at).toBe(Number(s.journal.head().seq));
+        // While kept: at the append that took it 256 records past the one before.
+        if (kept()) {
+          expect(at - Math.max(0, ...throughs)).toBeGreaterThanOrEqual(256);
+          expect(at - Math.max(0, ...throughs)).toBeLessThan(256 + 8);
+        }
+        throughs.add(at);
+      }
     }
-    // Stored at the append that took it past the budget, which let the records go.
+    expect(throughs.size).toBeGreaterThanOrEqual(2);
+    // And at the append that took it past the budget, which let the records go.
     expect(stored()).toEqual([{ through: Number(s.journal.head().seq) }]);
-    expect(s.loggedEvents()).not.toBe(s.loggedEvents());
     expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBe(n - 1);
     for (const end = n + 10; n < end; n++) injectTurn(fx.host, n);
     const want = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
