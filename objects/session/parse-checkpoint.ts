@@ -54,24 +54,34 @@ interface StateJson {
   latest?: { id: string; firstSeq: string };
 }
 
+/** A stored checkpoint row this build cannot read: the rows are to be dropped, not the operation failed. */
+export class UnreadableCheckpointError extends Error {}
+
 export class ParseCheckpoints {
   constructor(private readonly _db: SqlDb) {}
 
-  /** The stored checkpoint, or undefined when there is none. Throws on a row this build cannot read. */
+  /**
+   * The stored checkpoint, or undefined when there is none. Throws UnreadableCheckpointError on a
+   * row this build cannot read; a storage fault is thrown as it is.
+   */
   read(): StoredCheckpoint | undefined {
     if (!this._exist()) return undefined;
     const row = this._db.query<{ through: number; hash: string; state: string }>(stmts.state)[0];
     if (!row) return undefined;
-    const s = JSON.parse(row.state) as StateJson;
-    return {
-      through: BigInt(row.through),
-      hash: row.hash,
-      index: s.index,
-      lastForkSeq: BigInt(s.lastForkSeq),
-      bad: s.bad && { seq: BigInt(s.bad.seq), detail: s.bad.detail },
-      gates: s.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: BigInt(g.callSeq), next: g.next as OpenGate["next"] }]),
-      latest: s.latest && { id: s.latest.id, firstSeq: BigInt(s.latest.firstSeq) },
-    };
+    try {
+      const s = JSON.parse(row.state) as StateJson;
+      return {
+        through: BigInt(row.through),
+        hash: row.hash,
+        index: s.index,
+        lastForkSeq: BigInt(s.lastForkSeq),
+        bad: s.bad && { seq: BigInt(s.bad.seq), detail: s.bad.detail },
+        gates: s.gates.map(([id, g]) => [id, { callId: g.callId, callSeq: BigInt(g.callSeq), next: g.next as OpenGate["next"] }]),
+        latest: s.latest && { id: s.latest.id, firstSeq: BigInt(s.latest.firstSeq) },
+      };
+    } catch (e) {
+      throw new UnreadableCheckpointError(`the stored parse checkpoint cannot be read: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   /**
@@ -100,22 +110,25 @@ export class ParseCheckpoints {
 
   /**
    * The stored entry of an earlier execution (`firstSeq * 4 + flags`), undefined when none is
-   * stored or the rows are gone (the session was deleted under the parse that asks).
+   * stored or the tables are gone (the session was deleted under the parse that asks). A storage
+   * fault is thrown: an answer of none would make the parse call the journal malformed.
    */
   earlier(id: string): number | undefined {
     try {
       return this._db.query<{ packed: number }>(stmts.earlier, id)[0]?.packed;
-    } catch {
-      return undefined;
+    } catch (e) {
+      if (tablesGone(e)) return undefined;
+      throw e;
     }
   }
 
-  /** The seqs of an earlier execution's stored decisions, in order; none when the rows are gone. */
+  /** The seqs of an earlier execution's stored decisions, in order; none when the tables are gone. */
   decisions(id: string): bigint[] {
     try {
       return this._db.queryRows(stmts.decisions, id).map((r) => BigInt(r[0] as number));
-    } catch {
-      return [];
+    } catch (e) {
+      if (tablesGone(e)) return [];
+      throw e;
     }
   }
 
@@ -133,6 +146,10 @@ export class ParseCheckpoints {
   private _exist(): boolean {
     return this._db.query("SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = 'parse_state'").length > 0;
   }
+}
+
+function tablesGone(e: unknown): boolean {
+  return e instanceof Error && /no such table/i.test(e.message);
 }
 
 function insertMany(db: SqlDb, head: string, rows: readonly (readonly [string | number, string | number])[]): void {

@@ -20,7 +20,7 @@
 import { decodeBinary } from "../../proto/binary-reader.js";
 import { type Event, EventKind, EventSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecutionLog, type LoggedEvent, type ParsedLog } from "../controller/execution-log.js";
-import type { ParseCheckpoints } from "./parse-checkpoint.js";
+import { type ParseCheckpoints, type StoredCheckpoint, UnreadableCheckpointError } from "./parse-checkpoint.js";
 import type { AppendedRecord, Journal } from "../journal/journal.js";
 import { compactedThrough, historyAt, isSummary, markerAt } from "../../runtimes/compaction.js";
 
@@ -104,6 +104,11 @@ export class SessionCache {
   private _storedThrough: bigint | undefined;
   /** Set when this life found no usable checkpoint to restore: not looked for again. */
   private _noCheckpoint = false;
+  /**
+   * Set when a checkpoint's write failed: the parse had handed it what changed and cannot hand it
+   * again, so this life writes no more (the stored rows stay as the last write left them).
+   */
+  private _writesOff = false;
 
   constructor(
     private readonly _journal: () => Journal,
@@ -293,8 +298,32 @@ export class SessionCache {
       }
       if (loaded.heap > this._maxHeapBytes) return this._drop(loaded.events.length, loaded.heap);
     }
+    const first = records[0];
     const last = records[records.length - 1];
-    if (last) this._checkpointIfDue(last.seq);
+    if (!first || !last) return;
+    try {
+      if (this._loaded || this._light) this._checkpointIfDue(last.seq);
+      else this._follow(first.seq);
+    } catch {
+      // The records are committed whatever happens here: a parse not made now is made when needed.
+    }
+  }
+
+  /**
+   * With no parse kept yet in this object's life (a turn that needs none, as an echo turn), one is
+   * made at its first append and kept from then on, so the stored checkpoint keeps up with the
+   * journal and the next object life's Approve, Cancel or Resume reads at most CHECKPOINT_EVERY
+   * records past it: from the stored checkpoint, or from the journal's start while it is short. A
+   * long journal without one (stored by an older build) waits for the operation that builds it.
+   */
+  private _follow(first: bigint): void {
+    if (!this._checkpoints) return;
+    if (first - 1n < this._every()) this._lightLog();
+    else this._lightLog(true);
+  }
+
+  private _every(): bigint {
+    return this._checkpoints?.after ?? CHECKPOINT_EVERY;
   }
 
   /** Forgets everything: the journal was replaced underneath (a fork child's seed, an erase). */
@@ -305,6 +334,7 @@ export class SessionCache {
     this._tail = undefined;
     this._storedThrough = undefined;
     this._noCheckpoint = false;
+    this._writesOff = false;
   }
 
   private _load(): Loaded | undefined {
@@ -337,23 +367,24 @@ export class SessionCache {
    * 0 without one; rows that do not fit the journal are dropped.
    */
   private _storedCheckpoint(): bigint {
-    const store = this._checkpoints?.store;
-    if (!store) return 0n;
-    try {
-      const cp = store.read();
-      if (!cp) return 0n;
-      const at = cp.through > 0n ? this._journal().read(cp.through, cp.through, 1)[0] : undefined;
-      if (at?.seq === cp.through && at.hash === cp.hash) return cp.through;
-      store.clear();
-    } catch {
-      // Unreadable rows: dropped below, and the next checkpoint writes every row again.
-      try {
-        store.clear();
-      } catch {
-        // The next checkpoint's write will fail the same way; the parse stands without it.
-      }
-    }
+    const cp = this._readCheckpoint();
+    if (!cp) return 0n;
+    const at = cp.through > 0n ? this._journal().read(cp.through, cp.through, 1)[0] : undefined;
+    if (at?.seq === cp.through && at.hash === cp.hash) return cp.through;
+    this._checkpoints!.store.clear();
     return 0n;
+  }
+
+  /** The stored checkpoint's rows; undefined without any, or (dropped) when this build cannot read them. Storage faults are thrown. */
+  private _readCheckpoint(): StoredCheckpoint | undefined {
+    const store = this._checkpoints?.store;
+    try {
+      return store?.read();
+    } catch (e) {
+      if (!(e instanceof UnreadableCheckpointError)) throw e;
+      store!.clear();
+      return undefined;
+    }
   }
 
   /** Stores a checkpoint of the parse kept when CHECKPOINT_EVERY records came after the stored one. */
@@ -362,14 +393,14 @@ export class SessionCache {
     const log = this._light?.log ?? this._loaded?.log;
     if (!log) return;
     this._storedThrough ??= this._storedCheckpoint();
-    if (head - this._storedThrough >= (this._checkpoints.after ?? CHECKPOINT_EVERY)) this._storeCheckpoint(log, head);
+    if (head - this._storedThrough >= this._every()) this._storeCheckpoint(log, head);
   }
 
   /**
    * The latest-only parse, made once in this object's life: from the stored checkpoint and the
    * records after it, or else (not `restoredOnly`: then undefined) from the whole journal. A
-   * checkpoint is stored when the parse was made from the whole journal, or from CHECKPOINT_EVERY
-   * records or more past the stored one, so the next object life reads little.
+   * checkpoint is stored when that took CHECKPOINT_EVERY records or more past the stored one (or
+   * the journal's start), so the next object life reads little.
    */
   private _lightLog(restoredOnly: true): ExecutionLog | undefined;
   private _lightLog(): ExecutionLog;
@@ -390,7 +421,7 @@ export class SessionCache {
     }
     this._light = light;
     this._storedThrough = restored?.through ?? 0n;
-    if (!restored || light.head - from + 1n >= (this._checkpoints?.after ?? CHECKPOINT_EVERY)) this._storeCheckpoint(light.log, light.head);
+    if (light.head - this._storedThrough >= this._every()) this._storeCheckpoint(light.log, light.head);
     return light.log;
   }
 
@@ -398,29 +429,29 @@ export class SessionCache {
   private _storeCheckpoint(log: ExecutionLog, through: bigint): void {
     const store = this._checkpoints?.store;
     const head = this._journal().head();
-    if (!store || through === 0n || head.seq !== through) return;
+    if (!store || this._writesOff || through === 0n || head.seq !== through) return;
     try {
       store.write(log.checkpoint(), head.hash);
       this._storedThrough = through;
     } catch {
-      // The parse stands without its checkpoint: the next object life builds it again.
+      // The parse stands without its checkpoint; the stored one stays whole at its own seq.
+      this._writesOff = true;
     }
   }
 
   /** The latest-only parse as its stored checkpoint left it, and the seq it was taken after; undefined without a usable one. */
   private _restore(journal: Journal): { log: ExecutionLog; through: bigint } | undefined {
-    const store = this._checkpoints?.store;
-    if (!store) return undefined;
+    const cp = this._readCheckpoint();
+    if (!cp) return undefined;
+    const store = this._checkpoints!.store;
+    const at = cp.through > 0n ? journal.read(cp.through, cp.through, 1)[0] : undefined;
+    // The hash chain: the record's hash unchanged means every record up to it is.
+    if (!at || at.seq !== cp.through || at.hash !== cp.hash) {
+      store.clear();
+      return undefined;
+    }
+    const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
     try {
-      const cp = store.read();
-      if (!cp) return undefined;
-      const at = cp.through > 0n ? journal.read(cp.through, cp.through, 1)[0] : undefined;
-      // The hash chain: the record's hash unchanged means every record up to it is.
-      if (!at || at.seq !== cp.through || at.hash !== cp.hash) {
-        store.clear();
-        return undefined;
-      }
-      const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
       const log = ExecutionLog.restore({
         ...cp,
         records,
@@ -430,7 +461,7 @@ export class SessionCache {
       });
       return { log, through: cp.through };
     } catch {
-      // Rows this build cannot use: dropped, and the parse built from the journal.
+      // Rows that do not fit the journal: dropped, and the parse built from the journal.
       store.clear();
       return undefined;
     }

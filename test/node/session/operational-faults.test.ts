@@ -20,7 +20,7 @@ import type { SessionHost } from "../../../objects/session/facade.js";
 import type { PlacingRuntime } from "../../../objects/session/state.js";
 import { fakeExecutor } from "../support/controller-fixture.js";
 import { fakeBackend } from "../support/fake-backend.js";
-import { createSession, drain, execReq, setup, sessionOf as session } from "../support/session-fixture.js";
+import { createSession, drain, execReq, setup, sessionOf as session, stateOf } from "../support/session-fixture.js";
 
 const kindsOf = (host: SessionHost) => {
   const r = host.read(1n, 0n, 10_000);
@@ -193,7 +193,8 @@ describe("operational faults during Approve (checklist §8.14 #102)", () => {
       return queryRows(sql, ...params);
     };
 
-    // Reading the journal (the gate's evidence) fails.
+    // Reading the journal (the gate's evidence) fails: the object starts again, so it reads it.
+    stateOf(fx.host).cache.reset();
     faults.on = /^SELECT .* FROM events WHERE seq >= /;
     expect(() => fx.host.approve(decision)).toThrow(storageFault);
     // Appending the decision fails inside its transaction.

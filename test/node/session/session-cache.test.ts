@@ -340,6 +340,8 @@ describe("the session's in-memory journal", () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
     await createSession(fx.host);
     const s = stateOf(fx.host);
+    // The caches made below are the only ones that store checkpoints (a session's own stores one every 256 records).
+    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
     const step = (n: number) => injectTurn(fx.host, n);
     for (let n = 0; n < 300; n++) step(n);
     const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
@@ -476,6 +478,72 @@ describe("the session's in-memory journal", () => {
     // A turn takes at least 4 records: the executions since the stored checkpoint, and the 60 appended.
     expect(rows).toBeLessThanOrEqual(Number(BigInt(after.length) - storedAtLoad) / 4 + 60 + 1);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored());
+  });
+
+  it("cache: a session whose turns never need the parse still keeps its checkpoint current from its first append; a long journal stored without one waits for the operation that builds it", async () => {
+    const fx = setup();
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const through = () =>
+      fx.db.query("SELECT name FROM sqlite_master WHERE name = 'parse_state'").length
+        ? (fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]?.through ?? 0)
+        : 0;
+    for (let n = 0; n < 300; n++) {
+      injectTurn(fx.host, n);
+      expect(Number(s.journal.head().seq) - through()).toBeLessThan(256);
+    }
+    expect(through()).toBeGreaterThan(1000);
+    // Nothing was loaded to keep it: an echo turn does not load the journal.
+    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
+
+    // The rows gone (an older build stored none): appends do not read the whole journal to make them.
+    new ParseCheckpoints(fx.db).clear();
+    s.cache.reset();
+    const read = vi.spyOn(s.journal, "read");
+    for (let n = 300; n < 360; n++) injectTurn(fx.host, n);
+    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    read.mockRestore();
+    expect(rows).toBeLessThan(100);
+    expect(through()).toBe(0);
+    // The first operation that needs the parse builds it, and stores it.
+    expect(s.cache.current().ok).toBe(true);
+    expect(through()).toBe(Number(s.journal.head().seq));
+  });
+
+  it("cache: a checkpoint whose write failed stops this life's writes, so the stored rows stay whole at their own seq; a storage fault on a row lookup is thrown, not taken for a missing row", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    const store = new ParseCheckpoints(fx.db);
+    const cache = new SessionCache(() => s.journal, 0, undefined, { store, after: 16n });
+    (s as { cache: SessionCache }).cache = cache;
+    const write = vi.spyOn(store, "write");
+    for (let n = 0; n < 20; n++) injectTurn(fx.host, n);
+    const writes = write.mock.calls.length;
+    expect(writes).toBeGreaterThan(3);
+    write.mockImplementationOnce(() => {
+      throw new Error("SQLITE_IOERR: disk I/O error");
+    });
+    for (let n = 20; n < 80; n++) injectTurn(fx.host, n);
+    expect(write.mock.calls.length).toBe(writes + 1);
+    write.mockRestore();
+    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expectSameForLatest(cache, stored);
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 1_000_000n }), stored);
+
+    const query = fx.db.query.bind(fx.db);
+    const faulty = vi.spyOn(fx.db, "query").mockImplementation((sql: string, ...params: Parameters<typeof query>[1][]) => {
+      if (sql.includes("FROM parse_earlier")) throw new Error("SQLITE_IOERR: disk I/O error");
+      return query(sql, ...params);
+    });
+    expect(() => store.earlier("ex3")).toThrow(/SQLITE_IOERR/);
+    faulty.mockRestore();
+    const start = stored.find((e) => e.event.executionId === "ex3")!;
+    // Its first seq, closed and ended (execution-log.ts EARLIER_*).
+    expect(store.earlier("ex3")).toBe(Number(start.seq) * 4 + 3);
+    fx.db.query("DROP TABLE parse_earlier");
+    expect(store.earlier("ex3")).toBeUndefined();
   });
 
   it("cache: past the budget, a turn learns whether the latest execution is open from the records back to its start, not a page of 512", async () => {
