@@ -104,6 +104,8 @@ export class SessionCache {
   private _storedThrough: bigint | undefined;
   /** Set when this life found no usable checkpoint to restore: not looked for again. */
   private _noCheckpoint = false;
+  /** The journal's head when this life first appended with no parse kept (`_follow`). */
+  private _lifeStart: bigint | undefined;
   /**
    * Set when a checkpoint's write failed: the parse had handed it what changed and cannot hand it
    * again, so this life writes no more (the stored rows stay as the last write left them).
@@ -303,23 +305,29 @@ export class SessionCache {
     if (!first || !last) return;
     try {
       if (this._loaded || this._light) this._checkpointIfDue(last.seq);
-      else this._follow(first.seq);
+      else this._follow(first.seq, last.seq);
     } catch {
       // The records are committed whatever happens here: a parse not made now is made when needed.
     }
   }
 
   /**
-   * With no parse kept yet in this object's life (a turn that needs none, as an echo turn), one is
-   * made at its first append and kept from then on, so the stored checkpoint keeps up with the
-   * journal and the next object life's Approve, Cancel or Resume reads at most CHECKPOINT_EVERY
-   * records past it: from the stored checkpoint, or from the journal's start while it is short. A
-   * long journal without one (stored by an older build) waits for the operation that builds it.
+   * With no parse kept yet in this object's life (a turn that needs none, as an echo turn): once
+   * CHECKPOINT_EVERY records came after the stored checkpoint, the parse is made (from that
+   * checkpoint, or from the journal's start when this life began under CHECKPOINT_EVERY records),
+   * a newer checkpoint stored, and the parse kept from then on. So the next object life's Approve,
+   * Cancel or Resume reads at most about CHECKPOINT_EVERY records past the stored one, and a turn
+   * that appends less pays only for reading where it is. A long journal without one (stored by an
+   * older build) waits for the operation that builds it.
    */
-  private _follow(first: bigint): void {
-    if (!this._checkpoints) return;
-    if (first - 1n < this._every()) this._lightLog();
-    else this._lightLog(true);
+  private _follow(first: bigint, head: bigint): void {
+    if (!this._checkpoints || this._noCheckpoint) return;
+    this._lifeStart ??= first - 1n;
+    this._storedThrough ??= this._storedCheckpoint();
+    if (head - this._storedThrough < this._every()) return;
+    if (this._storedThrough > 0n) this._lightLog(true);
+    else if (this._lifeStart < this._every()) this._lightLog();
+    else this._noCheckpoint = true;
   }
 
   private _every(): bigint {
@@ -334,6 +342,7 @@ export class SessionCache {
     this._tail = undefined;
     this._storedThrough = undefined;
     this._noCheckpoint = false;
+    this._lifeStart = undefined;
     this._writesOff = false;
   }
 
@@ -412,8 +421,9 @@ export class SessionCache {
     this._noCheckpoint = !restored;
     if (!restored && restoredOnly) return undefined;
     const light: Light = restored ? { log: restored.log, head: restored.through } : { log: new ExecutionLog(true), head: 0n };
-    const from = light.head + 1n;
-    for (const page of pagesFrom(journal, from, 0n)) {
+    let read = restored?.read ?? 0;
+    for (const page of pagesFrom(journal, light.head + 1n, 0n)) {
+      read += page.length;
       for (const e of page) {
         light.log.push(e.seq, e.event);
         light.head = e.seq;
@@ -421,7 +431,8 @@ export class SessionCache {
     }
     this._light = light;
     this._storedThrough = restored?.through ?? 0n;
-    if (light.head - this._storedThrough >= this._every()) this._storeCheckpoint(light.log, light.head);
+    // Also when the checkpoint's latest execution was long: the next life reads the latest one now.
+    if (light.head > this._storedThrough && BigInt(read) >= this._every()) this._storeCheckpoint(light.log, light.head);
     return light.log;
   }
 
@@ -440,7 +451,8 @@ export class SessionCache {
   }
 
   /** The latest-only parse as its stored checkpoint left it, and the seq it was taken after; undefined without a usable one. */
-  private _restore(journal: Journal): { log: ExecutionLog; through: bigint } | undefined {
+  /** `read`: the records it read (the latest execution's). */
+  private _restore(journal: Journal): { log: ExecutionLog; through: bigint; read: number } | undefined {
     const cp = this._readCheckpoint();
     if (!cp) return undefined;
     const store = this._checkpoints!.store;
@@ -459,7 +471,7 @@ export class SessionCache {
         // Records at or before `through`, which the hash check vouched for.
         decisions: (id) => store.decisions(id).flatMap((seq) => readRange(journal, seq, seq)),
       });
-      return { log, through: cp.through };
+      return { log, through: cp.through, read: records.length };
     } catch {
       // Rows that do not fit the journal: dropped, and the parse built from the journal.
       store.clear();

@@ -497,11 +497,25 @@ describe("the session's in-memory journal", () => {
     const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
 
+    // An object starting again: a turn that appends less than 256 records past the checkpoint reads
+    // only that checkpoint's record; the one that reaches 256 makes the parse and stores a newer one.
+    s.cache.reset();
+    const before = through();
+    const reads = vi.spyOn(s.journal, "read");
+    const readRows = () => reads.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    injectTurn(fx.host, 300);
+    expect(readRows()).toBe(1);
+    let n = 301;
+    for (; through() === before; n++) injectTurn(fx.host, n);
+    expect(through()).toBe(Number(s.journal.head().seq));
+    expect(through() - before).toBeGreaterThanOrEqual(256);
+    reads.mockRestore();
+
     // The rows gone (an older build stored none): appends do not read the whole journal to make them.
     new ParseCheckpoints(fx.db).clear();
     s.cache.reset();
     const read = vi.spyOn(s.journal, "read");
-    for (let n = 300; n < 360; n++) injectTurn(fx.host, n);
+    for (const end = n + 60; n < end; n++) injectTurn(fx.host, n);
     const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
     read.mockRestore();
     expect(rows).toBeLessThan(100);
@@ -509,6 +523,34 @@ describe("the session's in-memory journal", () => {
     // The first operation that needs the parse builds it, and stores it.
     expect(s.cache.current().ok).toBe(true);
     expect(through()).toBe(Number(s.journal.head().seq));
+  });
+
+  it("cache: a restore that read 256 records or more (the checkpoint's latest execution was long) stores a newer checkpoint, so the next object life does not read them again", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+    inject(fx.host, [
+      ev("big", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 300n, harness: "echo" } }),
+      ...Array.from({ length: 300 }, () => ev("big", EventKind.EVENT_INPUT, { case: "message", value: userText("in") })),
+      ev("big", EventKind.EVENT_END, { case: "end", value: { state: "COMPLETED" } }),
+    ]);
+    const wake = () => {
+      const read = vi.spyOn(s.journal, "read");
+      const cache = new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) });
+      expect(cache.current().ok).toBe(true);
+      const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+      read.mockRestore();
+      return rows;
+    };
+    expect(wake()).toBe(302);
+    const through = () => fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through;
+    expect(through()).toBe(302);
+    injectTurn(fx.host, 1);
+    // The checkpoint's record (its hash), "big" whole and the turn's 4 records since: then stored at the head.
+    expect(wake()).toBe(1 + 302 + 4);
+    expect(through()).toBe(306);
+    expect(wake()).toBe(1 + 4);
   });
 
   it("cache: a checkpoint whose write failed stops this life's writes, so the stored rows stay whole at their own seq; a storage fault on a row lookup is thrown, not taken for a missing row", async () => {
