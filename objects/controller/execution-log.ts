@@ -131,7 +131,14 @@ export class ExecutionLog {
   /** The seq of the last record pushed (0 before any). */
   private _through = 0n;
 
-  constructor(private readonly _latestOnly = false) {}
+  /**
+   * `checkpoints`: a whole parse that will take checkpoints notes which executions changed (a
+   * latest-only one always does); a parse for one replay or audit does not pay for it.
+   */
+  constructor(
+    private readonly _latestOnly = false,
+    private readonly _tracked = _latestOnly,
+  ) {}
 
   push(seq: bigint, event: Event): void {
     const i = this._index++;
@@ -161,7 +168,7 @@ export class ExecutionLog {
       if (this._latestOnly) {
         const before = this._order.pop();
         if (before) this._retire(before);
-      } else this._changed.add(ex.id);
+      } else if (this._tracked) this._changed.add(ex.id);
       this._order.push(ex);
       return;
     }
@@ -186,7 +193,7 @@ export class ExecutionLog {
       }
     }
     addRecord(ex, seq, event);
-    if (!this._latestOnly) this._changed.add(ex.id);
+    if (this._tracked && !this._latestOnly) this._changed.add(ex.id);
   }
 
   /**
@@ -269,6 +276,7 @@ export class ExecutionLog {
    * pushing every record (test/node/controller/execution-log.test.ts).
    */
   checkpoint(): LogCheckpoint {
+    if (!this._tracked) throw new Error("this ExecutionLog was made without checkpoints");
     const last = this._order[this._order.length - 1];
     const earlier: [string, number][] = [];
     const decisions: [string, bigint][] = this._latestOnly ? this._newDecisions : [];

@@ -450,8 +450,10 @@ export class SessionCache {
     }
   }
 
-  /** The latest-only parse as its stored checkpoint left it, and the seq it was taken after; undefined without a usable one. */
-  /** `read`: the records it read (the latest execution's). */
+  /**
+   * The latest-only parse as its stored checkpoint left it, the seq it was taken after, and how
+   * many records it read (the latest execution's); undefined without a usable one.
+   */
   private _restore(journal: Journal): { log: ExecutionLog; through: bigint; read: number } | undefined {
     const cp = this._readCheckpoint();
     if (!cp) return undefined;
@@ -526,7 +528,8 @@ function noteMarker(list: readonly Event[], markers: number[]): void {
 function readAll(journal: Journal, stopAbove = Number.POSITIVE_INFINITY, storedThrough = 0n): Loaded {
   const events: LoggedEvent[] = [];
   const list: Event[] = [];
-  const log = new ExecutionLog();
+  // It takes the session's checkpoints while the journal is kept.
+  const log = new ExecutionLog(false, true);
   const markers: number[] = [];
   let heap = 0;
   let contiguous = true;

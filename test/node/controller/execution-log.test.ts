@@ -288,7 +288,7 @@ describe("a latest-only ExecutionLog (what a session keeps past its memory budge
       const cuts = [...new Set(Array.from({ length: 1 + r.int(3) }, () => r.int(records.length + 1)))].sort((a, b) => a - b);
       const rows = new CheckpointRows();
       // A session holding its journal in memory takes them of its whole parse.
-      let l = new ExecutionLog(seed % 2 === 1);
+      let l = seed % 2 === 1 ? new ExecutionLog(true) : new ExecutionLog(false, true);
       let at = 0;
       for (const cut of cuts) {
         for (; at < cut; at++) l.push(records[at]!.seq, records[at]!.event);
