@@ -6,8 +6,10 @@
  * `_lightLog`), and looks up an earlier execution's rows only when a record or a retried
  * decision names it.
  *
- * Rows: one per earlier execution (its first seq and flags, packed as the parse keeps them), one
- * per decision of an earlier execution (its seq: the record is read back), and one for the rest,
+ * Rows: one per earlier execution (its first seq and flags, keyed by a 53-bit hash of its id,
+ * `executionKey`: about 19 bytes a row where the id itself took 97, since every session of 256
+ * records or more keeps these rows), one per decision of an earlier execution (its seq: the record
+ * is read back), and one for the rest,
  * as JSON, with the seq and hash of the record the checkpoint was taken after. The hash chain makes
  * that hash a check of every record up to it: rows whose record no longer has it (a journal
  * replaced underneath) are dropped, and the parse is built from the journal again. Written in one
@@ -24,20 +26,41 @@ import type { SqlDb } from "../storage/sql.js";
  */
 const SCHEMA = [
   "CREATE TABLE IF NOT EXISTS parse_state (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL, hash TEXT NOT NULL, state TEXT NOT NULL)",
-  "CREATE TABLE IF NOT EXISTS parse_earlier (execution TEXT PRIMARY KEY, packed INTEGER NOT NULL)",
+  // Two executions whose ids share a key are two rows; a lookup checks each against the journal.
+  "CREATE TABLE IF NOT EXISTS parse_executions (key INTEGER NOT NULL, first INTEGER NOT NULL, flags INTEGER NOT NULL, PRIMARY KEY (key, first)) WITHOUT ROWID",
   "CREATE TABLE IF NOT EXISTS parse_decisions (execution TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (execution, seq))",
 ];
 
+/** The per-execution table of the build before keys (execution TEXT PRIMARY KEY, packed): its rows are dropped. */
+const OLD_TABLE = "parse_earlier";
+
 const stmts = {
+  tables: "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('parse_state', 'parse_executions', 'parse_earlier')",
   state: "SELECT through, hash, state FROM parse_state WHERE id = 1",
   setState:
     "INSERT INTO parse_state (id, through, hash, state) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET through = excluded.through, hash = excluded.hash, state = excluded.state",
-  earlier: "SELECT packed FROM parse_earlier WHERE execution = ?",
+  earlier: "SELECT first, flags FROM parse_executions WHERE key = ?",
   decisions: "SELECT seq FROM parse_decisions WHERE execution = ? ORDER BY seq",
 } as const;
 
-/** Rows per multi-row INSERT: two parameters each, within a statement's 100. */
-const ROWS = 50;
+/** Statement parameters at most: within a statement's 100. */
+const PARAMS = 99;
+
+/**
+ * A 53-bit key for an execution id (two 32-bit FNV-1a hashes with different offsets, one cut to
+ * 21 bits), an exact integer in JavaScript and SQLite. Not unique: the rows it keys are checked
+ * against the journal (`earlier`).
+ */
+export function executionKey(id: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+}
 
 /** The checkpoint as stored: earlier executions and their decisions are looked up one at a time (`earlier`, `decisions`). */
 export interface StoredCheckpoint extends Omit<LogCheckpoint, "earlier" | "decisions"> {
@@ -65,7 +88,13 @@ export class ParseCheckpoints {
    * row this build cannot read; a storage fault is thrown as it is.
    */
   read(): StoredCheckpoint | undefined {
-    if (!this._exist()) return undefined;
+    const tables = this._tables();
+    if (tables.has(OLD_TABLE)) {
+      // Rows of the build before keys: dropped, and the next checkpoint stores every row again.
+      this.clear();
+      return undefined;
+    }
+    if (!tables.has("parse_state")) return undefined;
     const row = this._db.query<{ through: number; hash: string; state: string }>(stmts.state)[0];
     if (!row) return undefined;
     try {
@@ -97,8 +126,12 @@ export class ParseCheckpoints {
       latest: cp.latest && { id: cp.latest.id, firstSeq: String(cp.latest.firstSeq) },
     };
     this._db.transaction(() => {
-      if (!this._exist()) for (const sql of SCHEMA) this._db.query(sql);
-      insertMany(this._db, "INSERT OR REPLACE INTO parse_earlier (execution, packed) VALUES", cp.earlier);
+      if (!this._tables().has("parse_executions")) for (const sql of SCHEMA) this._db.query(sql);
+      insertMany(
+        this._db,
+        "INSERT OR REPLACE INTO parse_executions (key, first, flags) VALUES",
+        cp.earlier.map(([id, packed]) => [executionKey(id), Math.floor(packed / 4), packed % 4]),
+      );
       insertMany(
         this._db,
         "INSERT OR REPLACE INTO parse_decisions (execution, seq) VALUES",
@@ -110,16 +143,20 @@ export class ParseCheckpoints {
 
   /**
    * The stored entry of an earlier execution (`firstSeq * 4 + flags`), undefined when none is
-   * stored or the tables are gone (the session was deleted under the parse that asks). A storage
-   * fault is thrown: an answer of none would make the parse call the journal malformed.
+   * stored or the tables are gone (the session was deleted under the parse that asks). A row of
+   * its key counts only if `idAt` (the journal) says the record at its first seq is of `id`. A
+   * storage fault is thrown: an answer of none would make the parse call the journal malformed.
    */
-  earlier(id: string): number | undefined {
+  earlier(id: string, idAt: (seq: bigint) => string | undefined): number | undefined {
+    let rows: { first: number; flags: number }[];
     try {
-      return this._db.query<{ packed: number }>(stmts.earlier, id)[0]?.packed;
+      rows = this._db.query<{ first: number; flags: number }>(stmts.earlier, executionKey(id));
     } catch (e) {
       if (tablesGone(e)) return undefined;
       throw e;
     }
+    for (const r of rows) if (idAt(BigInt(r.first)) === id) return r.first * 4 + r.flags;
+    return undefined;
   }
 
   /** The seqs of an earlier execution's stored decisions, in order; none when the tables are gone. */
@@ -134,17 +171,21 @@ export class ParseCheckpoints {
 
   /** Drops every row: the journal they describe is gone, or they cannot be used. */
   clear(): void {
-    if (!this._exist()) return;
+    const tables = this._tables();
+    if (tables.size === 0) return;
     this._db.transaction(() => {
-      this._db.query("DELETE FROM parse_earlier");
-      this._db.query("DELETE FROM parse_decisions");
-      this._db.query("DELETE FROM parse_state");
+      if (tables.has(OLD_TABLE)) this._db.query(`DROP TABLE ${OLD_TABLE}`);
+      if (tables.has("parse_executions")) this._db.query("DELETE FROM parse_executions");
+      if (tables.has("parse_state")) {
+        this._db.query("DELETE FROM parse_decisions");
+        this._db.query("DELETE FROM parse_state");
+      }
     });
   }
 
-  /** Whether the tables exist (looked up each time: an object's storage can be erased under it, and this runs a few times in its life). */
-  private _exist(): boolean {
-    return this._db.query("SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = 'parse_state'").length > 0;
+  /** Which of the tables exist (looked up each time: an object's storage can be erased under it, and this runs a few times in its life). */
+  private _tables(): Set<string> {
+    return new Set(this._db.query<{ name: string }>(stmts.tables).map((r) => r.name));
   }
 }
 
@@ -152,9 +193,12 @@ function tablesGone(e: unknown): boolean {
   return e instanceof Error && /no such table/i.test(e.message);
 }
 
-function insertMany(db: SqlDb, head: string, rows: readonly (readonly [string | number, string | number])[]): void {
-  for (let i = 0; i < rows.length; i += ROWS) {
-    const chunk = rows.slice(i, i + ROWS);
-    db.query(`${head} ${chunk.map(() => "(?, ?)").join(", ")}`, ...chunk.flat());
+function insertMany(db: SqlDb, head: string, rows: readonly (readonly (string | number)[])[]): void {
+  const width = rows[0]?.length ?? 1;
+  const per = Math.floor(PARAMS / width);
+  const row = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+  for (let i = 0; i < rows.length; i += per) {
+    const chunk = rows.slice(i, i + per);
+    db.query(`${head} ${chunk.map(() => row).join(", ")}`, ...chunk.flat());
   }
 }

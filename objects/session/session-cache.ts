@@ -469,7 +469,7 @@ export class SessionCache {
       const log = ExecutionLog.restore({
         ...cp,
         records,
-        earlier: (id) => store.earlier(id),
+        earlier: (id) => store.earlier(id, (seq) => readRange(journal, seq, seq)[0]?.event.executionId),
         // Records at or before `through`, which the hash check vouched for.
         decisions: (id) => store.decisions(id).flatMap((seq) => readRange(journal, seq, seq)),
       });

@@ -10,7 +10,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it, vi } from "vitest";
 import { historyOf, latestExecution, parseExecutions } from "../../../objects/controller/execution-log.js";
 import { heapEstimate, SessionCache } from "../../../objects/session/session-cache.js";
-import { ParseCheckpoints } from "../../../objects/session/parse-checkpoint.js";
+import { executionKey, ParseCheckpoints } from "../../../objects/session/parse-checkpoint.js";
 import { EventKind, EventSchema, type Event, Lifecycle_Kind, Mediation } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { execReq, drain, createSession, inject, setup, stateOf } from "../support/session-fixture.js";
 import { userText } from "../../../proto/messages.js";
@@ -361,7 +361,7 @@ describe("the session's in-memory journal", () => {
       const cache = new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 64n });
       cache.current();
       rows = rowsRead();
-      lookups = sql.mock.calls.filter(([q]) => q.startsWith("SELECT") && /parse_(earlier|decisions)/.test(q)).length;
+      lookups = sql.mock.calls.filter(([q]) => q.startsWith("SELECT") && /FROM parse_(executions|decisions)/.test(q)).length;
       expectSameForLatest(cache, want);
     };
     const through = () => fx.db.query<{ through: number; hash: string }>("SELECT through, hash FROM parse_state")[0];
@@ -370,7 +370,7 @@ describe("the session's in-memory journal", () => {
     wake();
     expect(rows).toBeGreaterThanOrEqual(head);
     expect(through()).toEqual({ through: head, hash: s.journal.head().hash });
-    const earlier = fx.db.query("SELECT execution FROM parse_earlier").length;
+    const earlier = fx.db.query("SELECT first FROM parse_executions").length;
     expect(earlier).toBeGreaterThan(100);
     const decisions = fx.db.query("SELECT seq FROM parse_decisions").length;
     expect(decisions).toBeGreaterThan(10);
@@ -389,7 +389,7 @@ describe("the session's in-memory journal", () => {
     for (let n = 302; n < 330; n++) step(n);
     wake();
     expect(through()).toEqual({ through: Number(s.journal.head().seq), hash: s.journal.head().hash });
-    expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBeGreaterThan(earlier);
+    expect(fx.db.query("SELECT first FROM parse_executions").length).toBeGreaterThan(earlier);
     wake();
     expect(rows).toBeLessThan(head / 10);
     expect(lookups).toBe(0);
@@ -553,6 +553,35 @@ describe("the session's in-memory journal", () => {
     expect(wake()).toBe(1 + 4);
   });
 
+  it("cache: rows stored by the build that keyed executions by their id text are dropped and stored again keyed; keys are exact integers", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+    for (let n = 0; n < 30; n++) injectTurn(fx.host, n);
+    const head = s.journal.head();
+    fx.db.query("CREATE TABLE parse_state (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL, hash TEXT NOT NULL, state TEXT NOT NULL)");
+    fx.db.query("CREATE TABLE parse_earlier (execution TEXT PRIMARY KEY, packed INTEGER NOT NULL)");
+    fx.db.query("CREATE TABLE parse_decisions (execution TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (execution, seq))");
+    fx.db.query("INSERT INTO parse_state VALUES (1, ?, ?, ?)", Number(head.seq), head.hash, JSON.stringify({ index: 0, lastForkSeq: "0", gates: [] }));
+    const tables = () =>
+      fx.db.query<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'parse_%' AND type = 'table' ORDER BY name").map((r) => r.name);
+    expect(new ParseCheckpoints(fx.db).read()).toBeUndefined();
+    expect(tables()).toEqual(["parse_decisions", "parse_state"]);
+    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 16n }), stored);
+    expect(tables()).toEqual(["parse_decisions", "parse_executions", "parse_state"]);
+    expect(fx.db.query("SELECT first FROM parse_executions").length).toBe(29);
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
+    const keys = new Set(
+      ["", "a", "b", "ex1", "ex10", "1ex0", ...Array.from({ length: 2000 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`)].map(
+        executionKey,
+      ),
+    );
+    expect(keys.size).toBe(2006);
+    for (const k of keys) expect(Number.isSafeInteger(k) && k >= 0).toBe(true);
+  });
+
   it("cache: a checkpoint whose write failed stops this life's writes, so the stored rows stay whole at their own seq; a storage fault on a row lookup is thrown, not taken for a missing row", async () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
     await createSession(fx.host);
@@ -574,18 +603,29 @@ describe("the session's in-memory journal", () => {
     expectSameForLatest(cache, stored);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 1_000_000n }), stored);
 
+    const idAt = (seq: bigint) => stored[Number(seq) - 1]?.event.executionId;
     const query = fx.db.query.bind(fx.db);
     const faulty = vi.spyOn(fx.db, "query").mockImplementation((sql: string, ...params: Parameters<typeof query>[1][]) => {
-      if (sql.includes("FROM parse_earlier")) throw new Error("SQLITE_IOERR: disk I/O error");
+      if (sql.includes("FROM parse_executions")) throw new Error("SQLITE_IOERR: disk I/O error");
       return query(sql, ...params);
     });
-    expect(() => store.earlier("ex3")).toThrow(/SQLITE_IOERR/);
+    expect(() => store.earlier("ex3", idAt)).toThrow(/SQLITE_IOERR/);
     faulty.mockRestore();
     const start = stored.find((e) => e.event.executionId === "ex3")!;
     // Its first seq, closed and ended (execution-log.ts EARLIER_*).
-    expect(store.earlier("ex3")).toBe(Number(start.seq) * 4 + 3);
-    fx.db.query("DROP TABLE parse_earlier");
-    expect(store.earlier("ex3")).toBeUndefined();
+    expect(store.earlier("ex3", idAt)).toBe(Number(start.seq) * 4 + 3);
+    // A row is the id's only if the journal's record at its first seq is of that execution (two ids can share a key).
+    expect(store.earlier("ex3", () => "ex4")).toBeUndefined();
+    fx.db.query(
+      "INSERT INTO parse_executions (key, first, flags) VALUES (?, ?, 3)",
+      executionKey("ex3"),
+      Number(stored.find((e) => e.event.executionId === "ex4")!.seq),
+    );
+    expect(store.earlier("ex3", idAt)).toBe(Number(start.seq) * 4 + 3);
+    fx.db.query("DELETE FROM parse_executions WHERE key = ? AND first = ?", executionKey("ex3"), Number(start.seq));
+    expect(store.earlier("ex3", idAt)).toBeUndefined();
+    fx.db.query("DROP TABLE parse_executions");
+    expect(store.earlier("ex3", idAt)).toBeUndefined();
   });
 
   it("cache: past the budget, a turn learns whether the latest execution is open from the records back to its start, not a page of 512", async () => {
@@ -642,7 +682,7 @@ describe("the session's in-memory journal", () => {
     expect(throughs.size).toBeGreaterThanOrEqual(2);
     // And at the append that took it past the budget, which let the records go.
     expect(stored()).toEqual([{ through: Number(s.journal.head().seq) }]);
-    expect(fx.db.query("SELECT execution FROM parse_earlier").length).toBe(n - 1);
+    expect(fx.db.query("SELECT first FROM parse_executions").length).toBe(n - 1);
     for (const end = n + 10; n < end; n++) injectTurn(fx.host, n);
     const want = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
     const read = vi.spyOn(s.journal, "read");
