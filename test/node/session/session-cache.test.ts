@@ -480,6 +480,33 @@ describe("the session's in-memory journal", () => {
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored());
   });
 
+  it("cache: restored, then loaded for a history, then outgrowing the budget: the restored parse goes on, stores the checkpoint at that append, and says what the whole parse says", async () => {
+    const fx = setup({}, undefined, { cacheMaxHeapBytes: 300_000 });
+    await createSession(fx.host);
+    const s = stateOf(fx.host);
+    for (let n = 0; n < 60; n++) injectTurn(fx.host, n);
+    const through = () => fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through;
+    expect(through()).toBeGreaterThan(0);
+    const woken = new SessionCache(() => s.journal, 300_000, undefined, { store: new ParseCheckpoints(fx.db) });
+    expect(woken.current()).toMatchObject({ ok: true, latestOnly: {} });
+    const kept = () => {
+      const a = woken.events();
+      return a === woken.events();
+    };
+    expect(kept()).toBe(true);
+    let n = 60;
+    for (; kept(); n++) {
+      if (n > 1000) throw new Error("the journal never outgrew the budget");
+      const from = s.journal.head().seq + 1n;
+      injectTurn(fx.host, n);
+      woken.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+    }
+    expect(through()).toBe(Number(s.journal.head().seq));
+    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    expectSameForLatest(woken, stored);
+    expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
+  });
+
   it("cache: a session whose turns never need the parse still keeps its checkpoint current from its first append; a long journal stored without one waits for the operation that builds it", async () => {
     const fx = setup();
     await createSession(fx.host);
