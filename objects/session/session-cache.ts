@@ -118,10 +118,11 @@ export class SessionCache {
     /** Told once per object life, with the records counted so far, when the journal outgrows the budget. */
     private readonly _onOverBudget?: (records: number, heapEstimate: number) => void,
     /**
-     * Where the parse's checkpoint is kept between object lives (parse-checkpoint.ts), and how many
-     * records past the stored one make a newer one (CHECKPOINT_EVERY); none: built from the journal.
+     * Where the parse's checkpoint is kept between object lives (parse-checkpoint.ts), how many
+     * records past the stored one make a newer one (CHECKPOINT_EVERY), and who is told (once per
+     * object life) that a write failed; none: built from the journal.
      */
-    private readonly _checkpoints?: { store: ParseCheckpoints; after?: bigint },
+    private readonly _checkpoints?: { store: ParseCheckpoints; after?: bigint; onWriteFailed?: (error: unknown) => void },
   ) {}
 
   /** Every record of the journal, decoded, in seq order. Callers must not change the array. */
@@ -444,9 +445,10 @@ export class SessionCache {
     try {
       store.write(log.checkpoint(), head.hash);
       this._storedThrough = through;
-    } catch {
+    } catch (e) {
       // The parse stands without its checkpoint; the stored one stays whole at its own seq.
       this._writesOff = true;
+      this._checkpoints?.onWriteFailed?.(e);
     }
   }
 

@@ -232,7 +232,20 @@ export class SessionState {
               estimated_bytes: heap,
               budget_bytes: d.cacheMaxHeapBytes ?? DEFAULT_CACHE_MAX_HEAP_BYTES,
             }),
-      { store: new ParseCheckpoints(d.db) },
+      {
+        store: new ParseCheckpoints(d.db),
+        // The parse goes on; the next object life reads more of the journal to rebuild it.
+        onWriteFailed: (e) =>
+          (d.log ?? writeLogLine)({
+            level: "warn",
+            msg: "parse checkpoint not stored",
+            component: "session",
+            session: this.meta.load()?.uid ?? "",
+            through: Number(this.journal.head().seq),
+            // A storage error names tables and columns, never values.
+            error: e instanceof Error ? e.message.slice(0, 200) : "error",
+          }),
+      },
     );
     this.blobIndex = new SessionBlobs(d.db);
     this.followers = new Followers(() => this.journal, d.follow);

@@ -580,6 +580,33 @@ describe("the session's in-memory journal", () => {
     expect(wake()).toBe(1 + 4);
   });
 
+  it("cache: a session whose checkpoint write fails says so once in a warn line (no contents) and goes on", async () => {
+    const fx = setup();
+    const uid = await createSession(fx.host);
+    const query = fx.db.query.bind(fx.db);
+    vi.spyOn(fx.db, "query").mockImplementation((sql: string, ...params: Parameters<typeof query>[1][]) => {
+      if (sql.startsWith("INSERT OR REPLACE INTO parse_executions")) throw new Error("SQLITE_FULL: database or disk is full");
+      return query(sql, ...params);
+    });
+    for (let n = 0; n < 120; n++) injectTurn(fx.host, n);
+    const lines = fx.logs.filter((l) => l.msg === "parse checkpoint not stored");
+    expect(lines).toEqual([
+      {
+        level: "warn",
+        msg: "parse checkpoint not stored",
+        component: "session",
+        session: uid,
+        through: expect.any(Number),
+        error: "SQLITE_FULL: database or disk is full",
+      },
+    ]);
+    expect(lines[0]!.through).toBeGreaterThanOrEqual(256);
+    // Nothing was stored, and the session's parse still answers.
+    expect(fx.db.query("SELECT name FROM sqlite_master WHERE name = 'parse_state'")).toEqual([]);
+    expect(stateOf(fx.host).parsedLog().ok).toBe(true);
+    vi.restoreAllMocks();
+  });
+
   it("cache: rows stored by the build that keyed executions by their id text are dropped and stored again keyed; keys are exact integers", async () => {
     const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
     await createSession(fx.host);
