@@ -372,29 +372,30 @@ export class SessionCache {
     return all;
   }
 
-  /**
-   * The seq a usable stored checkpoint was taken after (its record's hash still the journal's),
-   * 0 without one; rows that do not fit the journal are dropped.
-   */
+  /** The seq a usable stored checkpoint was taken after (`_usableCheckpoint`), 0 without one. */
   private _storedCheckpoint(): bigint {
-    const cp = this._readCheckpoint();
-    if (!cp) return 0n;
-    const at = cp.through > 0n ? this._journal().read(cp.through, cp.through, 1)[0] : undefined;
-    if (at?.seq === cp.through && at.hash === cp.hash) return cp.through;
-    this._checkpoints!.store.clear();
-    return 0n;
+    return this._usableCheckpoint()?.through ?? 0n;
   }
 
-  /** The stored checkpoint's rows; undefined without any, or (dropped) when this build cannot read them. Storage faults are thrown. */
-  private _readCheckpoint(): StoredCheckpoint | undefined {
+  /**
+   * The stored checkpoint, if its record still carries its hash: the hash chain makes that a check
+   * of every record up to it. Rows that do not fit the journal, or that this build cannot read, are
+   * dropped (undefined); storage faults are thrown.
+   */
+  private _usableCheckpoint(): StoredCheckpoint | undefined {
     const store = this._checkpoints?.store;
+    if (!store) return undefined;
+    let cp: StoredCheckpoint | undefined;
     try {
-      return store?.read();
+      cp = store.read();
+      if (!cp) return undefined;
     } catch (e) {
       if (!(e instanceof UnreadableCheckpointError)) throw e;
-      store!.clear();
-      return undefined;
     }
+    const at = cp && cp.through > 0n ? this._journal().read(cp.through, cp.through, 1)[0] : undefined;
+    if (cp && at?.seq === cp.through && at.hash === cp.hash) return cp;
+    store.clear();
+    return undefined;
   }
 
   /** Stores a checkpoint of the parse kept when CHECKPOINT_EVERY records came after the stored one. */
@@ -457,15 +458,9 @@ export class SessionCache {
    * many records it read (the latest execution's); undefined without a usable one.
    */
   private _restore(journal: Journal): { log: ExecutionLog; through: bigint; read: number } | undefined {
-    const cp = this._readCheckpoint();
+    const cp = this._usableCheckpoint();
     if (!cp) return undefined;
     const store = this._checkpoints!.store;
-    const at = cp.through > 0n ? journal.read(cp.through, cp.through, 1)[0] : undefined;
-    // The hash chain: the record's hash unchanged means every record up to it is.
-    if (!at || at.seq !== cp.through || at.hash !== cp.hash) {
-      store.clear();
-      return undefined;
-    }
     const records = readRange(journal, cp.latest?.firstSeq ?? cp.through, cp.through);
     try {
       const log = ExecutionLog.restore({
