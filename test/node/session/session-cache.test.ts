@@ -129,6 +129,36 @@ function injectTurn(host: Parameters<typeof inject>[0], n: number): void {
   ]);
 }
 
+/** Injects turn `n` (injectTurn) and hands its records to `cache` too, as a session hands its own cache what it appends. */
+function injectTurnAlso(host: Parameters<typeof inject>[0], n: number, cache: SessionCache): void {
+  const s = stateOf(host);
+  const from = s.journal.head().seq + 1n;
+  injectTurn(host, n);
+  cache.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+}
+
+/** Every record of the session's journal, decoded. */
+function storedOf(s: ReturnType<typeof stateOf>): { seq: bigint; event: Event }[] {
+  return s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+}
+
+/** The rows a spied Journal.read has returned so far. */
+function rowsReadBy(read: { mock: { results: { value: unknown }[] } }): number {
+  return read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+}
+
+/**
+ * A session past a budget of 0 whose own cache stores no checkpoint, so the caches a test makes
+ * over its storage are the only ones that do (a session's own stores one every 256 records).
+ */
+async function sessionWithoutOwnCheckpoints() {
+  const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
+  await createSession(fx.host);
+  const s = stateOf(fx.host);
+  (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+  return { fx, s };
+}
+
 /**
  * What an operation on the latest execution reads from `current` (a latest-only parse past the
  * budget) must be what the whole parse says: verdict, latest execution, fork seq, its history, and
@@ -183,7 +213,7 @@ describe("the session's in-memory journal", () => {
         else if (first.kind === EventKind.EVENT_END) open = undefined;
         if (n % 25 === 24 || n === 149) {
           const rebuilt = new SessionCache(() => s.journal);
-          const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+          const stored = storedOf(s);
           decided += stored.filter((x) => x.event.kind === EventKind.EVENT_APPROVAL_RESULT).length;
           if (budget !== undefined) {
             // Kept append by append since the first record, and rebuilt from SQLite.
@@ -337,18 +367,14 @@ describe("the session's in-memory journal", () => {
   });
 
   it("cache: past the budget, an object starting again reads its parse's checkpoint, the latest execution and what came after, not the whole journal", async () => {
-    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
-    await createSession(fx.host);
-    const s = stateOf(fx.host);
-    // The caches made below are the only ones that store checkpoints (a session's own stores one every 256 records).
-    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+    const { fx, s } = await sessionWithoutOwnCheckpoints();
     const step = (n: number) => injectTurn(fx.host, n);
     for (let n = 0; n < 300; n++) step(n);
-    const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = () => storedOf(s);
     expect(parseExecutions(stored()).ok).toBe(true);
     const head = Number(s.journal.head().seq);
     const read = vi.spyOn(s.journal, "read");
-    const rowsRead = () => read.mock.results.reduce((n, x) => n + (x.value as unknown[]).length, 0);
+    const rowsRead = () => rowsReadBy(read);
     let rows = 0;
     /** A new cache over the same storage, what it read to build its parse (in `rows`), and that parse checked. */
     /** Rows of earlier executions (or their decisions) looked up while the parse was made. */
@@ -419,14 +445,14 @@ describe("the session's in-memory journal", () => {
     // Kept in memory as a turn keeps it, so its appends store checkpoints.
     expect(s.loggedEvents()).toBe(s.loggedEvents());
     for (let n = 0; n < 200; n++) injectTurn(fx.host, n);
-    const stored = () => s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = () => storedOf(s);
     const head = Number(s.journal.head().seq);
     const through = fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through;
     expect(head - through).toBeLessThan(256);
     expect(head).toBeGreaterThan(900);
 
     const read = vi.spyOn(s.journal, "read");
-    const rowsRead = () => read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const rowsRead = () => rowsReadBy(read);
     const woken = new SessionCache(() => s.journal, undefined, undefined, { store: new ParseCheckpoints(fx.db) });
     const want = stored();
     const latest = latestExecution(parseExecutions(want) as never)!;
@@ -451,9 +477,7 @@ describe("the session's in-memory journal", () => {
 
     // Appends extend both the kept records and the restored parse, and store the next checkpoint.
     for (let n = 200; n < 260; n++) {
-      const from = s.journal.head().seq + 1n;
-      injectTurn(fx.host, n);
-      woken.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+      injectTurnAlso(fx.host, n, woken);
     }
     const after = stored();
     expect(woken.events()).toEqual(after);
@@ -469,9 +493,7 @@ describe("the session's in-memory journal", () => {
     const storedAtLoad = BigInt(fx.db.query<{ through: number }>("SELECT through FROM parse_state")[0]!.through);
     expect(loadedFirst.events()).toEqual(after);
     for (let n = 260; n < 320; n++) {
-      const from = s.journal.head().seq + 1n;
-      injectTurn(fx.host, n);
-      loadedFirst.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+      injectTurnAlso(fx.host, n, loadedFirst);
     }
     expect(write).toHaveBeenCalled();
     const rows = write.mock.calls.reduce((k, [cp]) => k + cp.earlier.length, 0);
@@ -497,12 +519,10 @@ describe("the session's in-memory journal", () => {
     let n = 60;
     for (; kept(); n++) {
       if (n > 1000) throw new Error("the journal never outgrew the budget");
-      const from = s.journal.head().seq + 1n;
-      injectTurn(fx.host, n);
-      woken.appended(s.journal.read(from, 0n, 1_000_000).map((r) => ({ ...r, decoded: fromBinary(EventSchema, r.event) })));
+      injectTurnAlso(fx.host, n, woken);
     }
     expect(through()).toBe(Number(s.journal.head().seq));
-    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = storedOf(s);
     expectSameForLatest(woken, stored);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
   });
@@ -521,7 +541,7 @@ describe("the session's in-memory journal", () => {
     }
     expect(through()).toBeGreaterThan(1000);
     // Nothing was loaded to keep it: an echo turn does not load the journal.
-    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = storedOf(s);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) }), stored);
 
     // An object starting again: a turn that appends less than 256 records past the checkpoint reads
@@ -529,7 +549,7 @@ describe("the session's in-memory journal", () => {
     s.cache.reset();
     const before = through();
     const reads = vi.spyOn(s.journal, "read");
-    const readRows = () => reads.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const readRows = () => rowsReadBy(reads);
     injectTurn(fx.host, 300);
     expect(readRows()).toBe(1);
     let n = 301;
@@ -543,7 +563,7 @@ describe("the session's in-memory journal", () => {
     s.cache.reset();
     const read = vi.spyOn(s.journal, "read");
     for (const end = n + 60; n < end; n++) injectTurn(fx.host, n);
-    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const rows = rowsReadBy(read);
     read.mockRestore();
     expect(rows).toBeLessThan(100);
     expect(through()).toBe(0);
@@ -553,10 +573,7 @@ describe("the session's in-memory journal", () => {
   });
 
   it("cache: a restore that read 256 records or more (the checkpoint's latest execution was long) stores a newer checkpoint, so the next object life does not read them again", async () => {
-    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
-    await createSession(fx.host);
-    const s = stateOf(fx.host);
-    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+    const { fx, s } = await sessionWithoutOwnCheckpoints();
     inject(fx.host, [
       ev("big", EventKind.EVENT_EXECUTION_START, { case: "executionStart", value: { inputCount: 300n, harness: "echo" } }),
       ...Array.from({ length: 300 }, () => ev("big", EventKind.EVENT_INPUT, { case: "message", value: userText("in") })),
@@ -566,7 +583,7 @@ describe("the session's in-memory journal", () => {
       const read = vi.spyOn(s.journal, "read");
       const cache = new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db) });
       expect(cache.current().ok).toBe(true);
-      const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+      const rows = rowsReadBy(read);
       read.mockRestore();
       return rows;
     };
@@ -608,10 +625,7 @@ describe("the session's in-memory journal", () => {
   });
 
   it("cache: rows stored by the build that keyed executions by their id text are dropped and stored again keyed; keys are exact integers", async () => {
-    const fx = setup({}, undefined, { cacheMaxHeapBytes: 0 });
-    await createSession(fx.host);
-    const s = stateOf(fx.host);
-    (s as { cache: SessionCache }).cache = new SessionCache(() => s.journal, 0);
+    const { fx, s } = await sessionWithoutOwnCheckpoints();
     for (let n = 0; n < 30; n++) injectTurn(fx.host, n);
     const head = s.journal.head();
     fx.db.query("CREATE TABLE parse_state (id INTEGER PRIMARY KEY CHECK (id = 1), through INTEGER NOT NULL, hash TEXT NOT NULL, state TEXT NOT NULL)");
@@ -622,7 +636,7 @@ describe("the session's in-memory journal", () => {
       fx.db.query<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'parse_%' AND type = 'table' ORDER BY name").map((r) => r.name);
     expect(new ParseCheckpoints(fx.db).read()).toBeUndefined();
     expect(tables()).toEqual(["parse_decisions", "parse_state"]);
-    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = storedOf(s);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 16n }), stored);
     expect(tables()).toEqual(["parse_decisions", "parse_executions", "parse_state"]);
     expect(fx.db.query("SELECT first FROM parse_executions").length).toBe(29);
@@ -653,7 +667,7 @@ describe("the session's in-memory journal", () => {
     for (let n = 20; n < 80; n++) injectTurn(fx.host, n);
     expect(write.mock.calls.length).toBe(writes + 1);
     write.mockRestore();
-    const stored = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const stored = storedOf(s);
     expectSameForLatest(cache, stored);
     expectSameForLatest(new SessionCache(() => s.journal, 0, undefined, { store: new ParseCheckpoints(fx.db), after: 1_000_000n }), stored);
 
@@ -692,7 +706,7 @@ describe("the session's in-memory journal", () => {
     const read = vi.spyOn(s.journal, "read");
     const cache = new SessionCache(() => s.journal, 0);
     expect(cache.latestOpen()).toBe(true);
-    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const rows = rowsReadBy(read);
     expect(rows).toBeLessThanOrEqual(16);
     injectTurn(fx.host, 121);
     read.mockClear();
@@ -738,11 +752,11 @@ describe("the session's in-memory journal", () => {
     expect(stored()).toEqual([{ through: Number(s.journal.head().seq) }]);
     expect(fx.db.query("SELECT first FROM parse_executions").length).toBe(n - 1);
     for (const end = n + 10; n < end; n++) injectTurn(fx.host, n);
-    const want = s.journal.read(1n, 0n, 1_000_000).map((x) => ({ seq: x.seq, event: fromBinary(EventSchema, x.event) }));
+    const want = storedOf(s);
     const read = vi.spyOn(s.journal, "read");
     const woken = new SessionCache(() => s.journal, 300_000, undefined, { store: new ParseCheckpoints(fx.db) });
     woken.current();
-    const rows = read.mock.results.reduce((k, x) => k + (x.value as unknown[]).length, 0);
+    const rows = rowsReadBy(read);
     read.mockRestore();
     expect(rows).toBeLessThan(150);
     expectSameForLatest(woken, want);
