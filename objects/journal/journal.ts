@@ -2,8 +2,9 @@
  * The hash-chained journal of one session (docs/design.md §4, docs/behaviour.md §3).
  *
  * One row per record: `events(seq, hash, fence, event)`, where `event` is the binary protobuf of
- * the normalized Event (exactly the bytes that are hashed, stored and served) and `hash` its content
- * hash as 32 bytes. A record's prev_hash is the row before's hash (genesis for seq 1), so it is not
+ * the normalized Event (the bytes served; a row after the first of its execution stores them
+ * without the execution id, stored-event.ts, and every read makes them whole) and `hash` its
+ * content hash as 32 bytes. A record's prev_hash is the row before's hash (genesis for seq 1), so it is not
  * stored twice; readers get both in hex, as on the wire. An append is one synchronous transaction:
  * CAS on the head, fence check, link, content hash, insert, and the caller's projections. Expected refusals come back as values, never as throws.
  *
@@ -19,6 +20,7 @@ import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
+import { ShortRows, shortRef, wholeEvent } from "./stored-event.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -57,6 +59,11 @@ const stmts = {
   setFence: "INSERT INTO fence (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
   range: "SELECT seq, hash, fence, event FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?",
 } as const;
+
+/** The whole rows short rows of a read point back at, when they are before the read's own rows. */
+function wholeRowsSql(n: number): string {
+  return `SELECT seq, event FROM events WHERE seq IN (${Array.from({ length: n }, () => "?").join(", ")})`;
+}
 
 /** A committed record's columns as stored (Journal.readColumns): "" is genesis, a hash its 32 bytes. */
 export interface StoredColumns {
@@ -134,6 +141,8 @@ export const DEFAULT_MAX_EVENT_BYTES = 1_900_000;
 export class Journal {
   private _head: Head | undefined;
   private _fence: bigint | undefined;
+  /** Which rows this journal stored whole, so a record of the same execution can leave its id out (stored-event.ts). */
+  private readonly _short = new ShortRows();
 
   /**
    * With a `clock` (milliseconds since the epoch), every event prepared without a `ts` is stamped
@@ -250,7 +259,7 @@ export class Journal {
         for (let i = 0; i < events.length; i++) {
           const p = events[i]!;
           seq += 1n;
-          params.push(Number(seq), digests[i]!, Number(fence), p.bytes);
+          params.push(Number(seq), digests[i]!, Number(fence), this._short.stored(Number(seq), p.bytes));
           if (params.length === SEED_ROWS * 4 || i === events.length - 1) {
             this._db.query(insertRows(params.length / 4), ...params);
             params = [];
@@ -265,6 +274,7 @@ export class Journal {
       // Rolled back: forget cached state rather than guess what survived.
       this._head = undefined;
       this._fence = undefined;
+      this._short.forget();
       throw e;
     }
     if (result.ok) {
@@ -315,21 +325,27 @@ export class Journal {
     });
     if (broken !== undefined) return { ok: false, reason: "broken_link", seq: BigInt(broken) };
     if (rows.length === 0) return { ok: true, records: 0 };
-    this._db.transaction(() => {
-      for (let i = 0; i < rows.length; i += SEED_ROWS) {
-        const n = Math.min(SEED_ROWS, rows.length - i);
-        const params: (number | Uint8Array)[] = new Array(n * 4);
-        for (let k = 0; k < n; k++) {
-          const r = rows[i + k]!;
-          params[4 * k] = r.seq;
-          params[4 * k + 1] = r.hash;
-          params[4 * k + 2] = r.fence;
-          params[4 * k + 3] = r.event;
+    try {
+      this._db.transaction(() => {
+        for (let i = 0; i < rows.length; i += SEED_ROWS) {
+          const n = Math.min(SEED_ROWS, rows.length - i);
+          const params: (number | Uint8Array)[] = new Array(n * 4);
+          for (let k = 0; k < n; k++) {
+            const r = rows[i + k]!;
+            params[4 * k] = r.seq;
+            params[4 * k + 1] = r.hash;
+            params[4 * k + 2] = r.fence;
+            params[4 * k + 3] = this._short.stored(r.seq, r.event);
+          }
+          this._db.query(insertRows(n), ...params);
         }
-        this._db.query(insertRows(n), ...params);
-      }
-      project?.(rows.map((r) => ({ seq: BigInt(r.seq), event: r.event })));
-    });
+        project?.(rows.map((r) => ({ seq: BigInt(r.seq), event: r.event })));
+      });
+    } catch (e) {
+      this._head = undefined;
+      this._short.forget();
+      throw e;
+    }
     const last = rows[rows.length - 1]!;
     this._head = { seq: BigInt(last.seq), hash: hashHex(last.hash) };
     return { ok: true, records: rows.length };
@@ -382,10 +398,49 @@ export class Journal {
     if (hi < lo || limit <= 0) return undefined;
     // The row before the first gives its prev_hash.
     const rows = this._db.queryRows(stmts.range, Number(lo - 1n), Number(hi), lo === 1n ? limit : limit + 1);
+    this._makeWhole(rows);
     if (lo === 1n) return { rows, first: 0, prev: "" };
     const before = rows[0];
     if (before === undefined || before[0] !== Number(lo - 1n)) return { rows, first: 0, prev: "" };
     return { rows, first: 1, prev: before[1] as Uint8Array | string };
+  }
+
+  /**
+   * Gives each short row of a read (stored-event.ts) its event whole, from the row it points back
+   * at: one of the read's own rows, or else read in one more statement (a read that starts inside
+   * an execution). A short row with no whole row to lend it an id stays as it is stored.
+   */
+  private _makeWhole(rows: SqlValue[][]): void {
+    const base = rows.length > 0 ? (rows[0]![0] as number) : 0;
+    const short: [SqlValue[], { distance: number; rest: number }][] = [];
+    let missing: number[] | undefined;
+    for (const row of rows) {
+      const stored = row[3];
+      if (!(stored instanceof Uint8Array) || stored[0] !== 0) continue;
+      const ref = shortRef(stored);
+      if (!ref) continue;
+      short.push([row, ref]);
+      const at = (row[0] as number) - ref.distance;
+      if (rows[at - base]?.[0] !== at) (missing ??= []).push(at);
+    }
+    if (short.length === 0) return;
+    const outside = new Map<number, Uint8Array>();
+    if (missing) {
+      const seqs = [...new Set(missing)];
+      for (let i = 0; i < seqs.length; i += 99) {
+        const chunk = seqs.slice(i, i + 99);
+        for (const r of this._db.queryRows(wholeRowsSql(chunk.length), ...chunk)) outside.set(r[0] as number, r[1] as Uint8Array);
+      }
+    }
+    // Each from its whole row as stored, so a short row never lends an id it was lent.
+    const whole = short.map(([row, ref]) => {
+      const at = (row[0] as number) - ref.distance;
+      const lender = rows[at - base]?.[0] === at ? (rows[at - base]![3] as Uint8Array) : outside.get(at);
+      return lender === undefined ? undefined : wholeEvent(row[3] as Uint8Array, ref.rest, lender);
+    });
+    short.forEach(([row], i) => {
+      if (whole[i] !== undefined) row[3] = whole[i];
+    });
   }
 
   /** Walks the whole chain from seq 1, recomputing every hash; never writes. */

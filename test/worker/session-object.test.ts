@@ -18,6 +18,8 @@ import type { SessionObject } from "../../objects/session/object.js";
 import { INITIAL_STATES } from "../../objects/session/meta-store.js";
 import { packRecords, unpackRecords } from "../../objects/journal/record-pack.js";
 import { sqlDbFromStorage } from "../../objects/storage/do-sql.js";
+import { Journal } from "../../objects/journal/journal.js";
+import { shortRef } from "../../objects/journal/stored-event.js";
 
 function stubFor(uid: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));
@@ -46,17 +48,22 @@ describe("SessionObject in workerd", () => {
     const start = await stub.exec(toBinary(ExecRequestSchema, create(ExecRequestSchema, { inputs: [userText("hi")] })));
     if (!start.ok) throw new Error(start.message);
     expect(await readAll(start)).toBe(6);
-    const rows = await runInDurableObject(stub, (_o: SessionObject, state) =>
-      state.storage.sql.exec<{ seq: number; hash: string; event: ArrayBuffer }>("SELECT seq, hex(hash) AS hash, event FROM events ORDER BY seq").toArray(),
-    );
+    const { rows, events } = await runInDurableObject(stub, (_o: SessionObject, state) => ({
+      rows: state.storage.sql
+        .exec<{ seq: number; hash: string; event: ArrayBuffer }>("SELECT seq, hex(hash) AS hash, event FROM events ORDER BY seq")
+        .toArray(),
+      events: new Journal(sqlDbFromStorage(state.storage)).read(1n, 0n, 100).map((r) => r.event),
+    }));
     expect(rows).toHaveLength(5);
+    // The turn's records after its first are stored without the execution id (objects/journal/stored-event.ts).
+    expect(rows.map((r) => shortRef(new Uint8Array(r.event)) !== undefined)).toEqual([false, true, true, true, true]);
     // Each hash is stored once, as 32 bytes; a record's prev_hash is the row before's hash.
     let prev = "";
-    for (const r of rows) {
+    rows.forEach((r, i) => {
       const hash = String(r.hash).toLowerCase();
-      expect(hash).toBe(contentHash(fromBinary(EventSchema, new Uint8Array(r.event)), prev as "", BigInt(r.seq)));
+      expect(hash).toBe(contentHash(fromBinary(EventSchema, events[i]!), prev as "", BigInt(r.seq)));
       prev = hash;
-    }
+    });
     const verified = await stub.audit(false);
     expect(verified.ok && verified.value.chain.ok).toBe(true);
     // A Worker that asks for `whole` gets an echo turn that never waits as bytes: its updates and
@@ -128,10 +135,10 @@ describe("SessionObject in workerd", () => {
     expect(rest.ok).toBe(true);
     const verified = await child.audit(false);
     expect(verified.ok && verified.value.chain.ok).toBe(true);
-    const rows = await runInDurableObject(child, (_o: SessionObject, state) =>
-      state.storage.sql.exec<{ seq: number; event: ArrayBuffer }>("SELECT seq, event FROM events WHERE seq <= 15 ORDER BY seq").toArray(),
+    const events = await runInDurableObject(child, (_o: SessionObject, state) =>
+      new Journal(sqlDbFromStorage(state.storage)).read(1n, 15n, 100).map((r) => [...r.event]),
     );
-    expect(rows.map((r) => [...new Uint8Array(r.event)])).toEqual(records.map((r) => [...r.event]));
+    expect(events).toEqual(records.map((r) => [...r.event]));
   });
 
   it("Connect through the Worker: CreateSession, Exec and Replay agree record for record", async () => {
@@ -218,10 +225,7 @@ describe("SessionObject in workerd", () => {
     await readAll(start);
     const kinds = () =>
       runInDurableObject(stub, (_o: SessionObject, state) =>
-        state.storage.sql
-          .exec<{ event: ArrayBuffer }>("SELECT event FROM events ORDER BY seq")
-          .toArray()
-          .map((r) => fromBinary(EventSchema, new Uint8Array(r.event)).kind),
+        new Journal(sqlDbFromStorage(state.storage)).read(1n, 0n, 100).map((r) => fromBinary(EventSchema, r.event).kind),
       );
     expect(await kinds()).toEqual([12, 4, 6, 9]);
     expect(await runInDurableObject(stub, (_o: SessionObject, state) => state.storage.getAlarm())).not.toBeNull();

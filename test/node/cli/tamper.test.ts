@@ -18,6 +18,9 @@ import initSqlJs from "sql.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../../../proto/messages.js";
+import { Journal } from "../../../objects/journal/journal.js";
+import { shortRef } from "../../../objects/journal/stored-event.js";
+import { createTestDb } from "../support/sqljs-db.js";
 import { type Host, startHost } from "../support/host.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
 import { foldWal } from "./sqlite-wal.js";
@@ -61,6 +64,16 @@ function eventBlobs(bytes: Uint8Array): Uint8Array[] {
   }
 }
 
+/** A SessionObject file's events as its journal reads them: short rows made whole (objects/journal/stored-event.ts). */
+function journalEvents(bytes: Uint8Array): Uint8Array[] {
+  const db = createTestDb(bytes);
+  try {
+    return new Journal(db).read(1n, 0n, 1_000_000).map((r) => r.event);
+  } finally {
+    db.raw.close();
+  }
+}
+
 /** Rewrites "echo:hello" as "echo:jello" inside seq 4's stored event, keeping it decodable. */
 function tamperOutput(file: SessionFile): void {
   const db = new SQL.Database(file.bytes);
@@ -70,7 +83,8 @@ function tamperOutput(file: SessionFile): void {
     expect(at, "seq 4 stores the echo output").toBeGreaterThan(0);
     const changed = Uint8Array.from(blob);
     changed[at + 5] = "j".charCodeAt(0);
-    const ev = fromBinary(EventSchema, changed);
+    // A short row (stored without its execution id) decodes from after its marker.
+    const ev = fromBinary(EventSchema, changed.subarray(shortRef(changed)?.rest ?? 0));
     expect(ev.body.case === "message" ? textOf(ev.body.value) : "").toBe("echo:jello");
     db.run("UPDATE events SET event = ? WHERE seq = 4", [changed]);
     const out = db.export();
@@ -122,7 +136,7 @@ describe("agentctl verify on tampered storage", () => {
     await host.server.stop();
     const file = findSessionFile(host.server.persistDir, uid);
     // export writes the exact stored event bytes, not a re-encoding that happens to verify.
-    expect(eventBlobs(readFileSync(exported))).toEqual(eventBlobs(file.bytes));
+    expect(eventBlobs(readFileSync(exported))).toEqual(journalEvents(file.bytes));
     tamperOutput(file);
     await host.restart();
 

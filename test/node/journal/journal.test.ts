@@ -156,8 +156,7 @@ describe("Journal", () => {
     const { db, journal } = newJournal();
     journal.append([output("a"), output("b"), output("c")], { fence: 0n });
     expect(journal.verify()).toMatchObject({ ok: true, records: 3n, firstBadSeq: 0n });
-    const stored = db.query<{ event: Uint8Array }>("SELECT event FROM events WHERE seq = 2")[0]!.event;
-    const tampered = fromBinary(EventSchema, stored);
+    const tampered = fromBinary(EventSchema, journal.read(2n, 2n, 1)[0]!.event);
     const replacement = output("B").body;
     if (tampered.body.case === "message" && replacement.case === "message") tampered.body.value.parts = replacement.value.parts;
     db.query("UPDATE events SET event = ? WHERE seq = 2", toBinary(EventSchema, tampered));

@@ -11,6 +11,7 @@ import { assistantText, textOf, userText } from "../../../proto/messages.js";
 import { echoHarness } from "../../../runtimes/builtin/echo.js";
 import type { Harness } from "../../../runtimes/harness-spi.js";
 import { createModelInvoker, type ModelInvoker } from "../../../objects/controller/models.js";
+import { Journal } from "../../../objects/journal/journal.js";
 import { SessionHost } from "../../../objects/session/facade.js";
 import { createSession, descriptor, drain, execReq } from "../support/session-fixture.js";
 import { createTestDb, type TestDb } from "../support/sqljs-db.js";
@@ -33,8 +34,8 @@ const records = (updates: ExecUpdate[]) => updates.flatMap((u) => (u.update.case
 const deltas = (updates: ExecUpdate[]) => updates.flatMap((u) => (u.update.case === "delta" ? [u.update.value] : []));
 
 function outputs(db: TestDb): string[] {
-  return db
-    .query<{ event: Uint8Array }>("SELECT event FROM events ORDER BY seq")
+  return new Journal(db)
+    .read(1n, 0n, 1_000_000)
     .map((r) => fromBinary(EventSchema, r.event))
     .flatMap((e) => (e.kind === EventKind.EVENT_OUTPUT && e.body.case === "message" ? [textOf(e.body.value)] : []));
 }
