@@ -19,6 +19,8 @@ export interface RecordColumns {
   hash: string | Uint8Array;
   fence: bigint | number;
   event: Uint8Array;
+  /** Bytes of the event that come before `event` (a journal's short row, objects/journal/stored-event.ts), written first. */
+  eventHead?: Uint8Array | undefined;
 }
 
 /** Appends enveloped LogRecords to one growing buffer; `take()` hands the bytes out and starts over. */
@@ -57,7 +59,12 @@ export class EnvelopeWriter {
       at = varint(b, at, r.fence);
     }
     b[at++] = 0x2a;
-    at = varint(b, at, r.event.length);
+    const head = r.eventHead;
+    at = varint(b, at, (head?.length ?? 0) + r.event.length);
+    if (head !== undefined) {
+      b.set(head, at);
+      at += head.length;
+    }
     b.set(r.event, at);
     this._len = at + r.event.length;
   }
@@ -85,7 +92,8 @@ function recordSize(r: RecordColumns): number {
   const hash = hashChars(r.hash);
   if (hash > 0) n += 1 + varintSize(hash) + hash;
   if (r.fence !== 0n && r.fence !== 0) n += 1 + varintSize(r.fence);
-  return n + 1 + varintSize(r.event.length) + r.event.length;
+  const event = (r.eventHead?.length ?? 0) + r.event.length;
+  return n + 1 + varintSize(event) + event;
 }
 
 /** The characters of a hash field: the text's, or two hex digits per byte. */

@@ -20,7 +20,7 @@ import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
-import { ShortRows, shortRef, wholeEvent } from "./stored-event.js";
+import { joined, lentField, ShortRows, shortRef } from "./stored-event.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -71,7 +71,10 @@ export interface StoredColumns {
   prevHash: Uint8Array | string;
   hash: Uint8Array | string;
   fence: number;
+  /** The event's bytes, or what follows `eventHead` when that is set. */
   event: Uint8Array;
+  /** A short row's execution id field, lent by the row it points back at (stored-event.ts): the event is it, then `event`. */
+  eventHead: Uint8Array | undefined;
 }
 
 /** A committed record as stored: the event is the stored bytes, verbatim. */
@@ -370,10 +373,11 @@ export class Journal {
   /**
    * The records `read` gives, as the columns a LogRecord is written from (Replay's envelopes,
    * proto/record-envelopes.ts): hashes as their stored 32 bytes, never made into text here (a row
-   * written by hand may hold text: it is what it says), seq and fence as numbers.
+   * written by hand may hold text: it is what it says), seq and fence as numbers, and a short
+   * row's event in its two parts, which the envelope writes one after the other (no copy).
    */
   readColumns(from: bigint, to: bigint, limit: number): StoredColumns[] {
-    const page = this._page(from, to, limit);
+    const page = this._page(from, to, limit, false);
     if (!page) return [];
     const { rows, first } = page;
     let prev = page.prev;
@@ -381,7 +385,14 @@ export class Journal {
     for (let i = first; i < rows.length; i++) {
       const r = rows[i]!;
       const hash = r[1] as Uint8Array | string;
-      out[i - first] = { seq: r[0] as number, prevHash: prev, hash, fence: r[2] as number, event: r[3] as Uint8Array };
+      out[i - first] = {
+        seq: r[0] as number,
+        prevHash: prev,
+        hash,
+        fence: r[2] as number,
+        event: r[3] as Uint8Array,
+        eventHead: r[4] as Uint8Array | undefined,
+      };
       prev = hash;
     }
     return out;
@@ -392,13 +403,13 @@ export class Journal {
    * record before them ("" for genesis). When the row before the range is missing (a journal with a
    * gap), the first row links to genesis, which a verifier then refuses.
    */
-  private _page(from: bigint, to: bigint, limit: number): { rows: SqlValue[][]; first: number; prev: Uint8Array | string } | undefined {
+  private _page(from: bigint, to: bigint, limit: number, join = true): { rows: SqlValue[][]; first: number; prev: Uint8Array | string } | undefined {
     const lo = from < 1n ? 1n : from;
     const hi = to <= 0n ? this.head().seq : to;
     if (hi < lo || limit <= 0) return undefined;
     // The row before the first gives its prev_hash.
     const rows = this._db.queryRows(stmts.range, Number(lo - 1n), Number(hi), lo === 1n ? limit : limit + 1);
-    this._makeWhole(rows);
+    this._makeWhole(rows, join);
     if (lo === 1n) return { rows, first: 0, prev: "" };
     const before = rows[0];
     if (before === undefined || before[0] !== Number(lo - 1n)) return { rows, first: 0, prev: "" };
@@ -406,11 +417,13 @@ export class Journal {
   }
 
   /**
-   * Gives each short row of a read (stored-event.ts) its event whole, from the row it points back
-   * at: one of the read's own rows, or else read in one more statement (a read that starts inside
-   * an execution). A short row with no whole row to lend it an id stays as it is stored.
+   * Gives each short row of a read (stored-event.ts) its execution id field, from the row it
+   * points back at: one of the read's own rows, or else read in one more statement (a read that
+   * starts inside an execution). `join`: the event made whole in column 3; otherwise column 3 is
+   * what follows the field and column 4 the field (views, nothing copied). A short row with no
+   * whole row to lend it an id stays as it is stored.
    */
-  private _makeWhole(rows: SqlValue[][]): void {
+  private _makeWhole(rows: SqlValue[][], join: boolean): void {
     const base = rows.length > 0 ? (rows[0]![0] as number) : 0;
     const short: [SqlValue[], { distance: number; rest: number }][] = [];
     let missing: number[] | undefined;
@@ -433,13 +446,20 @@ export class Journal {
       }
     }
     // Each from its whole row as stored, so a short row never lends an id it was lent.
-    const whole = short.map(([row, ref]) => {
+    const fields = short.map(([row, ref]) => {
       const at = (row[0] as number) - ref.distance;
       const lender = rows[at - base]?.[0] === at ? (rows[at - base]![3] as Uint8Array) : outside.get(at);
-      return lender === undefined ? undefined : wholeEvent(row[3] as Uint8Array, ref.rest, lender);
+      return lender === undefined ? undefined : lentField(lender);
     });
-    short.forEach(([row], i) => {
-      if (whole[i] !== undefined) row[3] = whole[i];
+    short.forEach(([row, ref], i) => {
+      const field = fields[i];
+      if (field === undefined) return;
+      const rest = (row[3] as Uint8Array).subarray(ref.rest);
+      if (join) row[3] = joined(field, rest);
+      else {
+        row[3] = rest;
+        row[4] = field;
+      }
     });
   }
 

@@ -48,13 +48,17 @@ export function shortRef(stored: Uint8Array): { distance: number; rest: number }
   return undefined;
 }
 
-/** The event of a short row (`shortRef`) whose whole row is `whole`; undefined when `whole` has no id field to lend. */
-export function wholeEvent(stored: Uint8Array, rest: number, whole: Uint8Array): Uint8Array | undefined {
+/** The execution id field a whole row lends the short rows that point at it; undefined when it has none. */
+export function lentField(whole: Uint8Array): Uint8Array | undefined {
   const end = idFieldEnd(whole);
-  if (end === 0) return undefined;
-  const out = new Uint8Array(end + stored.length - rest);
-  out.set(whole.subarray(0, end), 0);
-  out.set(stored.subarray(rest), end);
+  return end === 0 ? undefined : whole.subarray(0, end);
+}
+
+/** A short row's event: the lent id field, then the rest of its stored bytes. */
+export function joined(field: Uint8Array, rest: Uint8Array): Uint8Array {
+  const out = new Uint8Array(field.length + rest.length);
+  out.set(field, 0);
+  out.set(rest, field.length);
   return out;
 }
 
@@ -67,13 +71,21 @@ export function wholeEvent(stored: Uint8Array, rest: number, whole: Uint8Array):
  */
 export class ShortRows {
   private readonly _whole = new Map<string, number>();
+  /** The id field of the last row looked up, and where it is stored whole: most records are of the execution before them. */
+  private _lastField: Uint8Array | undefined;
+  private _lastAt = 0;
 
   /** What to store for `event` at `seq`. */
   stored(seq: number, event: Uint8Array): Uint8Array {
     const end = idFieldEnd(event);
     if (end === 0) return event;
-    const id = String.fromCharCode.apply(null, event.subarray(2, end) as unknown as number[]);
-    const at = this._whole.get(id);
+    let at: number | undefined;
+    let id: string | undefined;
+    if (this._lastField !== undefined && sameField(this._lastField, event, end)) at = this._lastAt;
+    else {
+      id = latin1(event, 2, end);
+      at = this._whole.get(id);
+    }
     if (at !== undefined && at < seq) {
       const distance = seq - at;
       const n = varintSize(distance);
@@ -89,18 +101,39 @@ export class ShortRows {
         }
         out[i] = x;
         out.set(event.subarray(end), 1 + n);
+        if (id !== undefined) this._last(event, end, at);
         return out;
       }
     }
+    id ??= latin1(event, 2, end);
     if (at === undefined && this._whole.size >= REMEMBERED) this._whole.delete(this._whole.keys().next().value!);
     this._whole.set(id, seq);
+    this._last(event, end, seq);
     return event;
   }
 
   /** A transaction failed: rows it stored whole may not exist. */
   forget(): void {
     this._whole.clear();
+    this._lastField = undefined;
   }
+
+  private _last(event: Uint8Array, end: number, at: number): void {
+    this._lastField = event.slice(0, end);
+    this._lastAt = at;
+  }
+}
+
+function sameField(field: Uint8Array, event: Uint8Array, end: number): boolean {
+  if (field.length !== end) return false;
+  for (let i = 0; i < end; i++) if (field[i] !== event[i]) return false;
+  return true;
+}
+
+function latin1(b: Uint8Array, from: number, to: number): string {
+  let s = "";
+  for (let i = from; i < to; i++) s += String.fromCharCode(b[i]!);
+  return s;
 }
 
 function varintSize(v: number): number {

@@ -37,7 +37,7 @@ export function recordStream(journal: Journal, from: bigint, to: bigint, ending:
       if (page.length === 0) return end(ctl);
       // Sized for the page: its events, and at most 180 bytes of envelope, seq, hashes and fence each.
       let bytes = 0;
-      for (const r of page) bytes += r.event.length + 180;
+      for (const r of page) bytes += r.event.length + (r.eventHead?.length ?? 0) + 180;
       const w = new EnvelopeWriter(bytes);
       for (const r of page) w.pushRecord(r);
       ctl.enqueue(w.take());

@@ -56,4 +56,23 @@ describe("record envelopes", () => {
       expect(bytes.take()).toEqual(text.take());
     }
   });
+
+  it("EnvelopeWriter: an event in two parts (a short row's lent id field, then the rest) writes what the whole event writes", () => {
+    for (const textLen of [0, 100, 200]) {
+      const event = toBinary(
+        EventSchema,
+        create(EventSchema, {
+          executionId: "0123456789abcdef",
+          kind: 3,
+          body: textLen ? { case: "message", value: userText("y".repeat(textLen)) } : { case: undefined },
+        }),
+      );
+      const record = { seq: 7, prevHash: "a".repeat(64), hash: "b".repeat(64), fence: 2 };
+      const whole = new EnvelopeWriter(16);
+      whole.pushRecord({ ...record, event });
+      const parts = new EnvelopeWriter(16);
+      parts.pushRecord({ ...record, eventHead: event.subarray(0, 18), event: event.subarray(18) });
+      expect(parts.take()).toEqual(whole.take());
+    }
+  });
 });

@@ -13,6 +13,7 @@ const record = (seq: bigint): StoredColumns => ({
   hash: new Uint8Array(32).fill(0xbb),
   fence: 1,
   event: Uint8Array.of(8, 3),
+  eventHead: undefined,
 });
 
 /** A journal of `head` records whose reads fail from `failFrom` on. */
