@@ -425,42 +425,43 @@ export class Journal {
    */
   private _makeWhole(rows: SqlValue[][], join: boolean): void {
     const base = rows.length > 0 ? (rows[0]![0] as number) : 0;
-    const short: [SqlValue[], { distance: number; rest: number }][] = [];
-    let missing: number[] | undefined;
-    for (const row of rows) {
+    // Rows stored short: they lend nothing, even once given their field.
+    let short: Uint8Array | undefined;
+    let outside: number[] | undefined;
+    const lend = (row: SqlValue[], rest: number, lender: Uint8Array | undefined): void => {
+      const field = lender === undefined ? undefined : lentField(lender);
+      if (field === undefined) return;
+      const tail = (row[3] as Uint8Array).subarray(rest);
+      if (join) row[3] = joined(field, tail);
+      else {
+        row[3] = tail;
+        row[4] = field;
+      }
+    };
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
       const stored = row[3];
       if (!(stored instanceof Uint8Array) || stored[0] !== 0) continue;
       const ref = shortRef(stored);
       if (!ref) continue;
-      short.push([row, ref]);
+      (short ??= new Uint8Array(rows.length))[i] = 1;
       const at = (row[0] as number) - ref.distance;
-      if (rows[at - base]?.[0] !== at) (missing ??= []).push(at);
+      const j = at - base;
+      if (j >= 0 && j < i && rows[j]![0] === at) {
+        if (short[j] === 0) lend(row, ref.rest, rows[j]![3] as Uint8Array);
+      } else (outside ??= []).push(i);
     }
-    if (short.length === 0) return;
-    const outside = new Map<number, Uint8Array>();
-    if (missing) {
-      const seqs = [...new Set(missing)];
-      for (let i = 0; i < seqs.length; i += 99) {
-        const chunk = seqs.slice(i, i + 99);
-        for (const r of this._db.queryRows(wholeRowsSql(chunk.length), ...chunk)) outside.set(r[0] as number, r[1] as Uint8Array);
-      }
+    if (!outside) return;
+    const lenders = new Map<number, Uint8Array>();
+    const seqs = [...new Set(outside.map((i) => (rows[i]![0] as number) - shortRef(rows[i]![3] as Uint8Array)!.distance))];
+    for (let k = 0; k < seqs.length; k += 99) {
+      const chunk = seqs.slice(k, k + 99);
+      for (const r of this._db.queryRows(wholeRowsSql(chunk.length), ...chunk)) lenders.set(r[0] as number, r[1] as Uint8Array);
     }
-    // Each from its whole row as stored, so a short row never lends an id it was lent.
-    const fields = short.map(([row, ref]) => {
-      const at = (row[0] as number) - ref.distance;
-      const lender = rows[at - base]?.[0] === at ? (rows[at - base]![3] as Uint8Array) : outside.get(at);
-      return lender === undefined ? undefined : lentField(lender);
-    });
-    short.forEach(([row, ref], i) => {
-      const field = fields[i];
-      if (field === undefined) return;
-      const rest = (row[3] as Uint8Array).subarray(ref.rest);
-      if (join) row[3] = joined(field, rest);
-      else {
-        row[3] = rest;
-        row[4] = field;
-      }
-    });
+    for (const i of outside) {
+      const ref = shortRef(rows[i]![3] as Uint8Array)!;
+      lend(rows[i]!, ref.rest, lenders.get((rows[i]![0] as number) - ref.distance));
+    }
   }
 
   /** Walks the whole chain from seq 1, recomputing every hash; never writes. */
