@@ -20,7 +20,7 @@ import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
-import { joined, lentField, ShortRows, shortRef } from "./stored-event.js";
+import { joined, lentField, ShortRows, shortDistance, shortRest } from "./stored-event.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -379,7 +379,7 @@ export class Journal {
   readColumns(from: bigint, to: bigint, limit: number): StoredColumns[] {
     const page = this._page(from, to, limit, false);
     if (!page) return [];
-    const { rows, first } = page;
+    const { rows, heads, first } = page;
     let prev = page.prev;
     const out: StoredColumns[] = new Array(rows.length - first);
     for (let i = first; i < rows.length; i++) {
@@ -391,7 +391,7 @@ export class Journal {
         hash,
         fence: r[2] as number,
         event: r[3] as Uint8Array,
-        eventHead: r[4] as Uint8Array | undefined,
+        eventHead: heads?.[i],
       };
       prev = hash;
     }
@@ -403,17 +403,22 @@ export class Journal {
    * record before them ("" for genesis). When the row before the range is missing (a journal with a
    * gap), the first row links to genesis, which a verifier then refuses.
    */
-  private _page(from: bigint, to: bigint, limit: number, join = true): { rows: SqlValue[][]; first: number; prev: Uint8Array | string } | undefined {
+  private _page(
+    from: bigint,
+    to: bigint,
+    limit: number,
+    join = true,
+  ): { rows: SqlValue[][]; heads: (Uint8Array | undefined)[] | undefined; first: number; prev: Uint8Array | string } | undefined {
     const lo = from < 1n ? 1n : from;
     const hi = to <= 0n ? this.head().seq : to;
     if (hi < lo || limit <= 0) return undefined;
     // The row before the first gives its prev_hash.
     const rows = this._db.queryRows(stmts.range, Number(lo - 1n), Number(hi), lo === 1n ? limit : limit + 1);
-    this._makeWhole(rows, join);
-    if (lo === 1n) return { rows, first: 0, prev: "" };
+    const heads = this._makeWhole(rows, join);
+    if (lo === 1n) return { rows, heads, first: 0, prev: "" };
     const before = rows[0];
-    if (before === undefined || before[0] !== Number(lo - 1n)) return { rows, first: 0, prev: "" };
-    return { rows, first: 1, prev: before[1] as Uint8Array | string };
+    if (before === undefined || before[0] !== Number(lo - 1n)) return { rows, heads, first: 0, prev: "" };
+    return { rows, heads, first: 1, prev: before[1] as Uint8Array | string };
   }
 
   /**
@@ -423,45 +428,56 @@ export class Journal {
    * what follows the field and column 4 the field (views, nothing copied). A short row with no
    * whole row to lend it an id stays as it is stored.
    */
-  private _makeWhole(rows: SqlValue[][], join: boolean): void {
+  private _makeWhole(rows: SqlValue[][], join: boolean): (Uint8Array | undefined)[] | undefined {
     const base = rows.length > 0 ? (rows[0]![0] as number) : 0;
     // Rows stored short: they lend nothing, even once given their field.
     let short: Uint8Array | undefined;
+    let heads: (Uint8Array | undefined)[] | undefined;
     let outside: number[] | undefined;
-    const lend = (row: SqlValue[], rest: number, lender: Uint8Array | undefined): void => {
-      const field = lender === undefined ? undefined : lentField(lender);
+    const lend = (i: number, rest: number, field: Uint8Array | undefined): void => {
       if (field === undefined) return;
+      const row = rows[i]!;
       const tail = (row[3] as Uint8Array).subarray(rest);
       if (join) row[3] = joined(field, tail);
       else {
         row[3] = tail;
-        row[4] = field;
+        (heads ??= new Array<Uint8Array | undefined>(rows.length))[i] = field;
       }
     };
+    // The last lender's field, computed once for the run of rows that point at it.
+    let lenderAt = -1;
+    let lenderField: Uint8Array | undefined;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       const stored = row[3];
       if (!(stored instanceof Uint8Array) || stored[0] !== 0) continue;
-      const ref = shortRef(stored);
-      if (!ref) continue;
+      const rest = shortRest(stored);
+      if (rest === 0) continue;
       (short ??= new Uint8Array(rows.length))[i] = 1;
-      const at = (row[0] as number) - ref.distance;
+      const at = (row[0] as number) - shortDistance(stored);
       const j = at - base;
       if (j >= 0 && j < i && rows[j]![0] === at) {
-        if (short[j] === 0) lend(row, ref.rest, rows[j]![3] as Uint8Array);
+        if (short[j] === 1) continue;
+        if (j !== lenderAt) {
+          lenderAt = j;
+          lenderField = lentField(rows[j]![3] as Uint8Array);
+        }
+        lend(i, rest, lenderField);
       } else (outside ??= []).push(i);
     }
-    if (!outside) return;
+    if (!outside) return heads;
     const lenders = new Map<number, Uint8Array>();
-    const seqs = [...new Set(outside.map((i) => (rows[i]![0] as number) - shortRef(rows[i]![3] as Uint8Array)!.distance))];
+    const at = (i: number) => (rows[i]![0] as number) - shortDistance(rows[i]![3] as Uint8Array);
+    const seqs = [...new Set(outside.map(at))];
     for (let k = 0; k < seqs.length; k += 99) {
       const chunk = seqs.slice(k, k + 99);
       for (const r of this._db.queryRows(wholeRowsSql(chunk.length), ...chunk)) lenders.set(r[0] as number, r[1] as Uint8Array);
     }
     for (const i of outside) {
-      const ref = shortRef(rows[i]![3] as Uint8Array)!;
-      lend(rows[i]!, ref.rest, lenders.get((rows[i]![0] as number) - ref.distance));
+      const lender = lenders.get(at(i));
+      lend(i, shortRest(rows[i]![3] as Uint8Array), lender && lentField(lender));
     }
+    return heads;
   }
 
   /** Walks the whole chain from seq 1, recomputing every hash; never writes. */

@@ -36,16 +36,28 @@ export function idFieldEnd(event: Uint8Array): number {
 
 /** A short row's distance back to its whole row and where the rest of its event starts; undefined for a whole row. */
 export function shortRef(stored: Uint8Array): { distance: number; rest: number } | undefined {
-  if (stored.length === 0 || stored[0] !== SHORT) return undefined;
+  const rest = shortRest(stored);
+  return rest === 0 ? undefined : { distance: shortDistance(stored), rest };
+}
+
+/** Where the rest of a short row's event starts (after its marker and distance); 0 for a whole row. */
+export function shortRest(stored: Uint8Array): number {
+  if (stored.length === 0 || stored[0] !== SHORT) return 0;
+  for (let at = 1; at < stored.length && at < 8; at++) if ((stored[at]! & 0x80) === 0) return shortDistance(stored) >= 1 ? at + 1 : 0;
+  return 0;
+}
+
+/** A short row's distance back to its whole row (read after `shortRest` said it is one). */
+export function shortDistance(stored: Uint8Array): number {
   let distance = 0;
   let mul = 1;
   for (let at = 1; at < stored.length && at < 8; at++) {
     const b = stored[at]!;
     distance += (b & 0x7f) * mul;
-    if ((b & 0x80) === 0) return distance >= 1 ? { distance, rest: at + 1 } : undefined;
+    if ((b & 0x80) === 0) return distance;
     mul *= 128;
   }
-  return undefined;
+  return 0;
 }
 
 /** The execution id field a whole row lends the short rows that point at it; undefined when it has none. */
