@@ -19,6 +19,10 @@ const MIGRATIONS: Migrations = [
   JOURNAL_PACKED_HASHES,
   // 5: the blobs the journal references (docs/blobs.md).
   SESSION_BLOBS_SCHEMA,
+  // 6: no statement. From here on records may be stored short (objects/journal/stored-event.ts),
+  // which a build before it would read as events that do not decode: the stamp makes that build
+  // refuse the storage ("newer than this build") instead, so a rollback fails loudly.
+  [],
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {
