@@ -20,7 +20,7 @@ import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
-import { joined, lentField, ShortRows, shortDistance, shortRest } from "./stored-event.js";
+import { head, joined, type Lender, lenderOf, ShortRows, type ShortForm, shortForm } from "./stored-event.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -430,52 +430,53 @@ export class Journal {
    */
   private _makeWhole(rows: SqlValue[][], join: boolean): (Uint8Array | undefined)[] | undefined {
     const base = rows.length > 0 ? (rows[0]![0] as number) : 0;
-    // Rows stored short: they lend nothing, even once given their field.
+    // Rows stored short: they lend nothing, even once made whole.
     let short: Uint8Array | undefined;
     let heads: (Uint8Array | undefined)[] | undefined;
-    let outside: number[] | undefined;
-    const lend = (i: number, rest: number, field: Uint8Array | undefined): void => {
-      if (field === undefined) return;
+    let outside: [number, ShortForm][] | undefined;
+    const lend = (i: number, form: ShortForm, lender: Lender | undefined): void => {
+      const lent = lender && head(form, lender);
+      if (lent === undefined) return;
       const row = rows[i]!;
-      const tail = (row[3] as Uint8Array).subarray(rest);
-      if (join) row[3] = joined(field, tail);
+      const tail = (row[3] as Uint8Array).subarray(form.rest);
+      if (join) row[3] = joined(lent, tail);
       else {
         row[3] = tail;
-        (heads ??= new Array<Uint8Array | undefined>(rows.length))[i] = field;
+        (heads ??= new Array<Uint8Array | undefined>(rows.length))[i] = lent;
       }
     };
-    // The last lender's field, computed once for the run of rows that point at it.
+    // The last lender, read once for the run of rows that point at it.
     let lenderAt = -1;
-    let lenderField: Uint8Array | undefined;
+    let lender: Lender | undefined;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       const stored = row[3];
-      if (!(stored instanceof Uint8Array) || stored[0] !== 0) continue;
-      const rest = shortRest(stored);
-      if (rest === 0) continue;
+      if (!(stored instanceof Uint8Array) || stored[0]! > 1) continue;
+      const form = shortForm(stored);
+      if (form === undefined) continue;
       (short ??= new Uint8Array(rows.length))[i] = 1;
-      const at = (row[0] as number) - shortDistance(stored);
+      const at = (row[0] as number) - form.distance;
       const j = at - base;
       if (j >= 0 && j < i && rows[j]![0] === at) {
         if (short[j] === 1) continue;
         if (j !== lenderAt) {
           lenderAt = j;
-          lenderField = lentField(rows[j]![3] as Uint8Array);
+          lender = lenderOf(rows[j]![3] as Uint8Array);
         }
-        lend(i, rest, lenderField);
-      } else (outside ??= []).push(i);
+        lend(i, form, lender);
+      } else (outside ??= []).push([i, form]);
     }
     if (!outside) return heads;
     const lenders = new Map<number, Uint8Array>();
-    const at = (i: number) => (rows[i]![0] as number) - shortDistance(rows[i]![3] as Uint8Array);
+    const at = ([i, form]: [number, ShortForm]) => (rows[i]![0] as number) - form.distance;
     const seqs = [...new Set(outside.map(at))];
     for (let k = 0; k < seqs.length; k += 99) {
       const chunk = seqs.slice(k, k + 99);
       for (const r of this._db.queryRows(wholeRowsSql(chunk.length), ...chunk)) lenders.set(r[0] as number, r[1] as Uint8Array);
     }
-    for (const i of outside) {
-      const lender = lenders.get(at(i));
-      lend(i, shortRest(rows[i]![3] as Uint8Array), lender && lentField(lender));
+    for (const o of outside) {
+      const whole = lenders.get(at(o));
+      lend(o[0], o[1], whole && lenderOf(whole));
     }
     return heads;
   }

@@ -1,24 +1,35 @@
 /**
- * How an event's bytes are kept in `events.event`: most records of a turn name the same
- * execution, so a row may leave out its execution id where a row before it holds that id.
+ * How an event's bytes are kept in `events.event`: most records of a turn name the same execution
+ * and carry times a few milliseconds apart, so a row may leave out its execution id, and its time,
+ * where a row before it (its lender) holds them.
  *
  * - A whole row is the Event's deterministic binary, exactly the bytes served and decoded. It never
- *   starts with 0x00: that is field 0, which protobuf does not have.
- * - A short row is `0x00`, a varint distance d >= 1, then the Event's bytes after its leading
- *   `execution_id` field (field 2, the first the deterministic encoding writes: field 1 is
- *   reserved). The row at seq - d is whole and starts with that same field: the event is that
- *   field followed by the rest. A 16-hex-character id takes 18 bytes and the marker 2, so an echo
- *   turn's five records keep about 64 bytes less (docs/performance.md, storage).
+ *   starts with 0x00 or 0x01: those are field 0, which protobuf does not have.
+ * - `0x00`, a varint distance d >= 1, then the Event's bytes after its leading `execution_id`
+ *   field (field 2, the first the deterministic encoding writes: field 1 is reserved). The row at
+ *   seq - d is whole and starts with that same field: the event is that field, then the rest.
+ * - `0x01`, d, a zigzag varint t, then the Event's bytes after its `ts` field (field 3, right after
+ *   the id): the event is the lender's id field, then the lender's time plus t milliseconds as a
+ *   `ts` field, then the rest.
  *
- * The hash is of the event, not of what is stored, so nothing about the chain changes: a reader
- * makes each row whole again (Journal._page) before anyone sees it. A short row whose row at seq
- * - d is missing or not whole stays as it is stored, which no decoder accepts: a reader reports
- * the record as broken rather than guess its id. Tested in test/node/journal/stored-event.test.ts.
+ * A 16-hex-character id takes 18 bytes and a time 13, where the marker, the distance and t take 3
+ * or 4: an echo turn's five records keep about 100 bytes less (docs/performance.md, storage).
+ *
+ * The writer stores a short form only when reading it back gives the event's exact bytes (`head`
+ * on the lender, compared with the event's own), so an unusual time or id never comes back
+ * different. The hash is of the event, not of what is stored, so nothing about the chain changes:
+ * a reader makes each row whole again (Journal._page) before anyone sees it. A short row whose
+ * lender is missing, not whole, or has no id (or no time, for 0x01) stays as it is stored, which
+ * no decoder accepts: a reader reports the record as broken rather than guess. Tested in
+ * test/node/journal/stored-event.test.ts.
  */
 
 /** The field tag of `Event.execution_id` (field 2, length-delimited). */
 const ID_TAG = 0x12;
-const SHORT = 0x00;
+/** The field tag of `Event.ts` (field 3, length-delimited). */
+const TS_TAG = 0x1a;
+const SHORT_ID = 0x00;
+const SHORT_ID_TS = 0x01;
 
 /** Execution ids the writer remembers the whole row of: the latest few (a turn's, a cut one's). */
 const REMEMBERED = 8;
@@ -34,39 +45,77 @@ export function idFieldEnd(event: Uint8Array): number {
   return 2 + len <= event.length ? 2 + len : 0;
 }
 
-/** A short row's distance back to its whole row and where the rest of its event starts; undefined for a whole row. */
-export function shortRef(stored: Uint8Array): { distance: number; rest: number } | undefined {
-  const rest = shortRest(stored);
-  return rest === 0 ? undefined : { distance: shortDistance(stored), rest };
+/** A time as milliseconds since the epoch and the nanoseconds below the millisecond. */
+interface Ms {
+  ms: number;
+  sub: number;
 }
 
-/** Where the rest of a short row's event starts (after its marker and distance); 0 for a whole row. */
-export function shortRest(stored: Uint8Array): number {
-  if (stored.length === 0 || stored[0] !== SHORT) return 0;
-  for (let at = 1; at < stored.length && at < 8; at++) if ((stored[at]! & 0x80) === 0) return shortDistance(stored) >= 1 ? at + 1 : 0;
-  return 0;
+/** What a whole row lends: its id field and its time (when a plain `ts` field follows the id). */
+export interface Lender {
+  field: Uint8Array;
+  ts: Ms | undefined;
 }
 
-/** A short row's distance back to its whole row (read after `shortRest` said it is one). */
-export function shortDistance(stored: Uint8Array): number {
-  let distance = 0;
-  let mul = 1;
-  for (let at = 1; at < stored.length && at < 8; at++) {
-    const b = stored[at]!;
-    distance += (b & 0x7f) * mul;
-    if ((b & 0x80) === 0) return distance;
-    mul *= 128;
-  }
-  return 0;
-}
-
-/** The execution id field a whole row lends the short rows that point at it; undefined when it has none. */
-export function lentField(whole: Uint8Array): Uint8Array | undefined {
+/** What a whole row lends, or undefined when it has no id field to lend. */
+export function lenderOf(whole: Uint8Array): Lender | undefined {
   const end = idFieldEnd(whole);
-  return end === 0 ? undefined : whole.subarray(0, end);
+  if (end === 0) return undefined;
+  return { field: whole.subarray(0, end), ts: timeAt(whole, end)?.time };
 }
 
-/** A short row's event: the lent id field, then the rest of its stored bytes. */
+/** A short row as stored: its marker, distance back to its lender, time offset (0x01) and where the rest starts. */
+export interface ShortForm {
+  lendsTime: boolean;
+  distance: number;
+  delta: number;
+  rest: number;
+}
+
+/** A short row's form; undefined for a whole row (or bytes that are neither). */
+export function shortForm(stored: Uint8Array): ShortForm | undefined {
+  const marker = stored[0];
+  if (marker !== SHORT_ID && marker !== SHORT_ID_TS) return undefined;
+  const d = varintAt(stored, 1);
+  if (d === undefined || d.value < 1) return undefined;
+  if (marker === SHORT_ID) return { lendsTime: false, distance: d.value, delta: 0, rest: d.end };
+  const t = varintAt(stored, d.end);
+  if (t === undefined) return undefined;
+  return { lendsTime: true, distance: d.value, delta: t.value % 2 === 0 ? t.value / 2 : -(t.value + 1) / 2, rest: t.end };
+}
+
+/** A short row's distance back to its lender and where the rest of its event starts; undefined for a whole row. */
+export function shortRef(stored: Uint8Array): { distance: number; rest: number } | undefined {
+  const f = shortForm(stored);
+  return f && { distance: f.distance, rest: f.rest };
+}
+
+/** The bytes a short row gets from its lender, before its own rest; undefined when the lender cannot give them. */
+export function head(form: ShortForm, lender: Lender): Uint8Array | undefined {
+  if (!form.lendsTime) return lender.field;
+  if (lender.ts === undefined) return undefined;
+  const ms = lender.ts.ms + form.delta;
+  if (ms < 0) return undefined;
+  const seconds = Math.floor(ms / 1000);
+  const nanos = (ms - seconds * 1000) * 1_000_000 + lender.ts.sub;
+  const inner = (seconds > 0 ? 1 + varintSize(seconds) : 0) + (nanos > 0 ? 1 + varintSize(nanos) : 0);
+  const out = new Uint8Array(lender.field.length + 2 + inner);
+  out.set(lender.field, 0);
+  let at = lender.field.length;
+  out[at++] = TS_TAG;
+  out[at++] = inner;
+  if (seconds > 0) {
+    out[at++] = 0x08;
+    at = writeVarint(out, at, seconds);
+  }
+  if (nanos > 0) {
+    out[at++] = 0x10;
+    writeVarint(out, at, nanos);
+  }
+  return out;
+}
+
+/** A short row's event: the bytes its lender gives, then the rest of its stored bytes. */
 export function joined(field: Uint8Array, rest: Uint8Array): Uint8Array {
   const out = new Uint8Array(field.length + rest.length);
   out.set(field, 0);
@@ -82,63 +131,130 @@ export function joined(field: Uint8Array, rest: Uint8Array): Uint8Array {
  * stored whole again.
  */
 export class ShortRows {
-  private readonly _whole = new Map<string, number>();
-  /** The id field of the last row looked up, and where it is stored whole: most records are of the execution before them. */
-  private _lastField: Uint8Array | undefined;
-  private _lastAt = 0;
+  private readonly _whole = new Map<string, { at: number; lender: Lender }>();
+  /** The last lender looked up: most records are of the execution before them. */
+  private _last: { at: number; lender: Lender } | undefined;
 
   /** What to store for `event` at `seq`. */
   stored(seq: number, event: Uint8Array): Uint8Array {
     const end = idFieldEnd(event);
     if (end === 0) return event;
-    let at: number | undefined;
+    let found = this._last !== undefined && sameBytes(this._last.lender.field, event, end) ? this._last : undefined;
     let id: string | undefined;
-    if (this._lastField !== undefined && sameField(this._lastField, event, end)) at = this._lastAt;
-    else {
+    if (!found) {
       id = latin1(event, 2, end);
-      at = this._whole.get(id);
+      found = this._whole.get(id);
     }
-    if (at !== undefined && at < seq) {
-      const distance = seq - at;
-      const n = varintSize(distance);
-      // Only when it is shorter: a distance of millions takes 4 bytes, a one-character id 3.
-      if (1 + n < end) {
-        const out = new Uint8Array(1 + n + event.length - end);
-        out[0] = SHORT;
-        let x = distance;
-        let i = 1;
-        while (x > 0x7f) {
-          out[i++] = (x % 128) | 0x80;
-          x = Math.floor(x / 128);
-        }
-        out[i] = x;
-        out.set(event.subarray(end), 1 + n);
-        if (id !== undefined) this._last(event, end, at);
-        return out;
+    if (found !== undefined && found.at < seq) {
+      const short = shorter(event, end, seq - found.at, found.lender);
+      if (short) {
+        this._last = found;
+        return short;
       }
     }
     id ??= latin1(event, 2, end);
-    if (at === undefined && this._whole.size >= REMEMBERED) this._whole.delete(this._whole.keys().next().value!);
-    this._whole.set(id, seq);
-    this._last(event, end, seq);
+    if (!this._whole.has(id) && this._whole.size >= REMEMBERED) this._whole.delete(this._whole.keys().next().value!);
+    // Kept as a copy: the caller's bytes are its own.
+    const own = event.slice(0, timeAt(event, end)?.end ?? end);
+    this._last = { at: seq, lender: { field: own.subarray(0, end), ts: timeAt(own, end)?.time } };
+    this._whole.set(id, this._last);
     return event;
   }
 
   /** A transaction failed: rows it stored whole may not exist. */
   forget(): void {
     this._whole.clear();
-    this._lastField = undefined;
-  }
-
-  private _last(event: Uint8Array, end: number, at: number): void {
-    this._lastField = event.slice(0, end);
-    this._lastAt = at;
+    this._last = undefined;
   }
 }
 
-function sameField(field: Uint8Array, event: Uint8Array, end: number): boolean {
-  if (field.length !== end) return false;
-  for (let i = 0; i < end; i++) if (field[i] !== event[i]) return false;
+/**
+ * The shortest form of `event` (whose id field ends at `end`) that reads back to exactly its
+ * bytes from `lender`, `distance` rows before it; undefined when none is shorter than the event.
+ */
+function shorter(event: Uint8Array, end: number, distance: number, lender: Lender): Uint8Array | undefined {
+  const d = varintSize(distance);
+  const time = lender.ts && timeAt(event, end);
+  if (time && time.time.sub === lender.ts!.sub) {
+    const delta = time.time.ms - lender.ts!.ms;
+    const t = delta >= 0 ? 2 * delta : -2 * delta - 1;
+    const size = 1 + d + varintSize(t);
+    if (size < time.end) {
+      const form: ShortForm = { lendsTime: true, distance, delta, rest: size };
+      const lent = head(form, lender);
+      if (lent && lent.length === time.end && sameBytes(lent, event, time.end)) {
+        const out = new Uint8Array(size + event.length - time.end);
+        out[0] = SHORT_ID_TS;
+        writeVarint(out, writeVarint(out, 1, distance), t);
+        out.set(event.subarray(time.end), size);
+        return out;
+      }
+    }
+  }
+  // Only when it is shorter: a distance of millions takes 4 bytes, a one-character id 3.
+  if (1 + d >= end) return undefined;
+  const out = new Uint8Array(1 + d + event.length - end);
+  out[0] = SHORT_ID;
+  writeVarint(out, 1, distance);
+  out.set(event.subarray(end), 1 + d);
+  return out;
+}
+
+/**
+ * The `ts` field right after the id field (ending at `end`), when it is a plain Timestamp of a
+ * time after the epoch (seconds, then nanos, each only when not zero): its time and where it ends.
+ */
+function timeAt(event: Uint8Array, end: number): { time: Ms; end: number } | undefined {
+  if (event[end] !== TS_TAG) return undefined;
+  const len = event[end + 1];
+  if (len === undefined || len > 0x7f) return undefined;
+  const stop = end + 2 + len;
+  if (stop > event.length) return undefined;
+  let at = end + 2;
+  let seconds = 0;
+  let nanos = 0;
+  if (event[at] === 0x08 && at < stop) {
+    const v = varintAt(event, at + 1);
+    if (v === undefined || v.end > stop) return undefined;
+    seconds = v.value;
+    at = v.end;
+  }
+  if (event[at] === 0x10 && at < stop) {
+    const v = varintAt(event, at + 1);
+    if (v === undefined || v.end > stop || v.value >= 1_000_000_000) return undefined;
+    nanos = v.value;
+    at = v.end;
+  }
+  if (at !== stop) return undefined;
+  return { time: { ms: seconds * 1000 + Math.floor(nanos / 1_000_000), sub: nanos % 1_000_000 }, end: stop };
+}
+
+/** A varint of at most 7 bytes (below 2^49: seconds, distances, time offsets) at `at`. */
+function varintAt(b: Uint8Array, at: number): { value: number; end: number } | undefined {
+  let value = 0;
+  let mul = 1;
+  for (let i = at; i < b.length && i < at + 7; i++) {
+    const byte = b[i]!;
+    value += (byte & 0x7f) * mul;
+    if ((byte & 0x80) === 0) return { value, end: i + 1 };
+    mul *= 128;
+  }
+  return undefined;
+}
+
+function writeVarint(b: Uint8Array, at: number, v: number): number {
+  let x = v;
+  while (x > 0x7f) {
+    b[at++] = (x % 128) | 0x80;
+    x = Math.floor(x / 128);
+  }
+  b[at++] = x;
+  return at;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array, n: number): boolean {
+  if (a.length !== n) return false;
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 

@@ -6,7 +6,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
-import { idFieldEnd, shortRef } from "../../../objects/journal/stored-event.js";
+import { idFieldEnd, shortForm, shortRef } from "../../../objects/journal/stored-event.js";
 import { packRecords } from "../../../objects/journal/record-pack.js";
 import { createTestDb, type TestDb } from "../support/sqljs-db.js";
 
@@ -16,11 +16,12 @@ function newDb(): TestDb {
   return db;
 }
 
-function output(text: string, executionId: string): Event {
+/** `ts` null: an event with no time. */
+function output(text: string, executionId: string, ts: { seconds: bigint; nanos: number } | null = { seconds: 1_700_000_000n, nanos: 0 }): Event {
   return create(EventSchema, {
     executionId,
     kind: 3,
-    ts: { seconds: 1_700_000_000n, nanos: 0 },
+    ts: ts ?? undefined,
     body: { case: "message", value: { role: "assistant", parts: [{ part: { case: "text", value: { text } } }] } },
   });
 }
@@ -41,6 +42,15 @@ function prng(seed: number): () => number {
   };
 }
 
+/** Mostly milliseconds near one another, some with nanoseconds below them, some none or far off. */
+function randomTime(rnd: () => number): { seconds: bigint; nanos: number } | null {
+  const r = rnd();
+  if (r < 0.1) return null;
+  const ms = r < 0.8 ? 1_700_000_000_000 + Math.floor(rnd() * 5000) : Math.floor(rnd() * 2 ** 41);
+  const sub = rnd() < 0.15 ? Math.floor(rnd() * 1_000_000) : 0;
+  return { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 + sub };
+}
+
 describe("stored events", () => {
   it("append: a turn's records after the first of its execution are stored without the id, and read back whole", () => {
     const db = newDb();
@@ -52,11 +62,58 @@ describe("stored events", () => {
     const rows = storedRows(db);
     expect(rows.map((x) => shortRef(x.event)?.distance)).toEqual([undefined, 1, 2, 3, 4]);
     const whole = events.map((e) => toBinary(EventSchema, e));
-    // 18 bytes of id out, 2 of marker and distance in.
-    expect(rows.map((x, i) => whole[i]!.length - x.event.length)).toEqual([0, 16, 16, 16, 16]);
+    // 18 bytes of id and 8 of time out; marker, distance and time offset in.
+    expect(rows.map((x, i) => whole[i]!.length - x.event.length)).toEqual([0, 23, 23, 23, 23]);
     expect(journal.read(1n, 0n, 10).map((x) => x.event)).toEqual(whole);
     expect(journal.read(3n, 4n, 10).map((x) => x.event)).toEqual(whole.slice(2, 4));
     expect(journal.verify()).toMatchObject({ ok: true, records: 5n });
+  });
+
+  it("append: a time lent as milliseconds from the lender's, before or after it; one the lender cannot give keeps its own", () => {
+    const db = newDb();
+    const journal = new Journal(db);
+    const id = "0123456789abcdef";
+    const at = (seconds: number, nanos: number) => ({ seconds: BigInt(seconds), nanos });
+    const times = [
+      at(1_700_000_000, 5_000_000), // the lender
+      at(1_700_000_000, 9_000_000), // 4 ms later
+      at(1_700_000_001, 0), // into the next second
+      at(1_699_999_999, 995_000_000), // before the lender
+      at(1_700_000_000, 5_000_001), // below a millisecond apart: the time is its own
+      null, // no time
+      at(0, 5_000_000), // the epoch's second
+      at(1_700_003_600, 5_000_000), // an hour later
+    ];
+    // The same again from a lender with nanoseconds below the millisecond: a time with the same ones is lent.
+    times.push(...[at(1_700_000_000, 5_000_123), at(1_700_000_000, 9_000_123), at(1_700_000_000, 9_000_124)]);
+    const events = times.map((ts, i) => output(`m${i}`, i < 8 ? id : "fedcba9876543210", ts));
+    expect(journal.append(events, { fence: 0n }).ok).toBe(true);
+    const forms = storedRows(db).map((x) => shortForm(x.event));
+    expect(forms.map((f) => f && (f.lendsTime ? f.delta : "id only"))).toEqual([
+      undefined,
+      4,
+      995,
+      -10,
+      "id only",
+      "id only",
+      -1_700_000_000_000,
+      3_600_000,
+      undefined,
+      4,
+      "id only",
+    ]);
+    expect(journal.read(1n, 0n, 20).map((x) => x.event)).toEqual(events.map((e) => toBinary(EventSchema, e)));
+    expect(journal.read(4n, 11n, 10).map((x) => x.event)).toEqual(events.slice(3).map((e) => toBinary(EventSchema, e)));
+    expect(journal.verify().ok).toBe(true);
+  });
+
+  it("append: a lender with no time lends only its id", () => {
+    const db = newDb();
+    const journal = new Journal(db);
+    const events = [output("a", "abcdefgh", null), output("b", "abcdefgh")];
+    expect(journal.append(events, { fence: 0n }).ok).toBe(true);
+    expect(storedRows(db).map((x) => shortForm(x.event)?.lendsTime)).toEqual([undefined, false]);
+    expect(journal.read(1n, 0n, 10).map((x) => x.event)).toEqual(events.map((e) => toBinary(EventSchema, e)));
   });
 
   it("append: events without an execution id, and a new Journal's first record of an execution, are stored whole", () => {
@@ -133,7 +190,9 @@ describe("stored events", () => {
         } else {
           if (rnd() < 0.3) current = ids[Math.floor(rnd() * ids.length)]!;
           const n = 1 + Math.floor(rnd() * (rnd() < 0.1 ? 300 : 8));
-          const batch = Array.from({ length: n }, (_, i) => output(`s${seed}-${step}-${i}`, rnd() < 0.15 ? ids[Math.floor(rnd() * ids.length)]! : current));
+          const batch = Array.from({ length: n }, (_, i) =>
+            output(`s${seed}-${step}-${i}`, rnd() < 0.15 ? ids[Math.floor(rnd() * ids.length)]! : current, randomTime(rnd)),
+          );
           const r = journal.append(batch, { fence: 0n });
           expect(r.ok).toBe(true);
           for (const e of batch) appended.push(toBinary(EventSchema, e));
