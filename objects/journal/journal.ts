@@ -3,7 +3,7 @@
  *
  * One row per record: `events(seq, hash, fence, event)`, where `event` is the binary protobuf of
  * the normalized Event (the bytes served; a row after the first of its execution stores them
- * without the execution id, stored-event.ts, and every read makes them whole) and `hash` its
+ * without the execution id and time, stored-event.ts, and every read makes them whole) and `hash` its
  * content hash as 32 bytes. A record's prev_hash is the row before's hash (genesis for seq 1), so it is not
  * stored twice; readers get both in hex, as on the wire. An append is one synchronous transaction:
  * CAS on the head, fence check, link, content hash, insert, and the caller's projections. Expected refusals come back as values, never as throws.
@@ -20,7 +20,7 @@ import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
 import { bytesOfHex, hexOf } from "../../proto/bytes.js";
 import { eachPacked, packRecords, type PackedRecord } from "./record-pack.js";
-import { head, joined, type Lender, lenderOf, ShortRows, type ShortForm, shortForm } from "./stored-event.js";
+import { head, type Lender, lenderOf, ShortRows, type ShortForm, shortForm, wholeOf } from "./stored-event.js";
 
 /** Statements that created the journal's first tables: the session schema's migration 1. */
 export const JOURNAL_SCHEMA_1 = [
@@ -434,16 +434,28 @@ export class Journal {
     let short: Uint8Array | undefined;
     let heads: (Uint8Array | undefined)[] | undefined;
     let outside: [number, ShortForm][] | undefined;
+    // Replay's heads: one per lender and time offset (a commit's records share their time).
+    let headOf: Lender | undefined;
+    let headDelta = 0;
+    let headTime = false;
+    let lastHead: Uint8Array | undefined;
     const lend = (i: number, form: ShortForm, lender: Lender | undefined): void => {
-      const lent = lender && head(form, lender);
-      if (lent === undefined) return;
+      if (lender === undefined) return;
       const row = rows[i]!;
-      const tail = (row[3] as Uint8Array).subarray(form.rest);
-      if (join) row[3] = joined(lent, tail);
-      else {
-        row[3] = tail;
-        (heads ??= new Array<Uint8Array | undefined>(rows.length))[i] = lent;
+      if (join) {
+        const whole = wholeOf(row[3] as Uint8Array, form, lender);
+        if (whole !== undefined) row[3] = whole;
+        return;
       }
+      if (lender !== headOf || form.delta !== headDelta || form.lendsTime !== headTime) {
+        headOf = lender;
+        headDelta = form.delta;
+        headTime = form.lendsTime;
+        lastHead = head(form, lender);
+      }
+      if (lastHead === undefined) return;
+      row[3] = (row[3] as Uint8Array).subarray(form.rest);
+      (heads ??= new Array<Uint8Array | undefined>(rows.length))[i] = lastHead;
     };
     // The last lender, read once for the run of rows that point at it.
     let lenderAt = -1;

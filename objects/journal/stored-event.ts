@@ -90,38 +90,59 @@ export function shortRef(stored: Uint8Array): { distance: number; rest: number }
   return f && { distance: f.distance, rest: f.rest };
 }
 
+/** How many bytes a short row gets from its lender, before its own rest; -1 when the lender cannot give them. */
+export function headSize(form: ShortForm, lender: Lender): number {
+  if (!form.lendsTime) return lender.field.length;
+  if (lender.ts === undefined) return -1;
+  const ms = lender.ts.ms + form.delta;
+  if (ms < 0) return -1;
+  const seconds = Math.floor(ms / 1000);
+  const nanos = (ms - seconds * 1000) * 1_000_000 + lender.ts.sub;
+  return lender.field.length + 2 + (seconds > 0 ? 1 + varintSize(seconds) : 0) + (nanos > 0 ? 1 + varintSize(nanos) : 0);
+}
+
+/** Writes what `headSize` counts at `at` in `out` (which has the room). */
+export function writeHead(out: Uint8Array, at: number, form: ShortForm, lender: Lender): void {
+  out.set(lender.field, at);
+  if (!form.lendsTime) return;
+  const ms = lender.ts!.ms + form.delta;
+  const seconds = Math.floor(ms / 1000);
+  const nanos = (ms - seconds * 1000) * 1_000_000 + lender.ts!.sub;
+  let i = at + lender.field.length;
+  out[i++] = TS_TAG;
+  out[i++] = (seconds > 0 ? 1 + varintSize(seconds) : 0) + (nanos > 0 ? 1 + varintSize(nanos) : 0);
+  if (seconds > 0) {
+    out[i++] = 0x08;
+    i = writeVarint(out, i, seconds);
+  }
+  if (nanos > 0) {
+    out[i++] = 0x10;
+    writeVarint(out, i, nanos);
+  }
+}
+
 /** The bytes a short row gets from its lender, before its own rest; undefined when the lender cannot give them. */
 export function head(form: ShortForm, lender: Lender): Uint8Array | undefined {
   if (!form.lendsTime) return lender.field;
-  if (lender.ts === undefined) return undefined;
-  const ms = lender.ts.ms + form.delta;
-  if (ms < 0) return undefined;
-  const seconds = Math.floor(ms / 1000);
-  const nanos = (ms - seconds * 1000) * 1_000_000 + lender.ts.sub;
-  const inner = (seconds > 0 ? 1 + varintSize(seconds) : 0) + (nanos > 0 ? 1 + varintSize(nanos) : 0);
-  const out = new Uint8Array(lender.field.length + 2 + inner);
-  out.set(lender.field, 0);
-  let at = lender.field.length;
-  out[at++] = TS_TAG;
-  out[at++] = inner;
-  if (seconds > 0) {
-    out[at++] = 0x08;
-    at = writeVarint(out, at, seconds);
-  }
-  if (nanos > 0) {
-    out[at++] = 0x10;
-    writeVarint(out, at, nanos);
-  }
+  const n = headSize(form, lender);
+  if (n < 0) return undefined;
+  const out = new Uint8Array(n);
+  writeHead(out, 0, form, lender);
   return out;
 }
 
-/** A short row's event: the bytes its lender gives, then the rest of its stored bytes. */
-export function joined(field: Uint8Array, rest: Uint8Array): Uint8Array {
-  const out = new Uint8Array(field.length + rest.length);
-  out.set(field, 0);
-  out.set(rest, field.length);
+/** A short row's whole event (`stored`'s rest after what its lender gives), in one allocation; undefined when the lender cannot give it. */
+export function wholeOf(stored: Uint8Array, form: ShortForm, lender: Lender): Uint8Array | undefined {
+  const n = headSize(form, lender);
+  if (n < 0) return undefined;
+  const out = new Uint8Array(n + stored.length - form.rest);
+  writeHead(out, 0, form, lender);
+  out.set(stored.subarray(form.rest), n);
   return out;
 }
+
+/** Where the writer reads a time form back before it stores one (an id of at most 127 bytes, a time of at most 16). */
+const scratch = new Uint8Array(2 + 127 + 2 + 16);
 
 /**
  * The writer's side: which rows this journal stored whole, by execution id, so the next record of
@@ -139,7 +160,7 @@ export class ShortRows {
   stored(seq: number, event: Uint8Array): Uint8Array {
     const end = idFieldEnd(event);
     if (end === 0) return event;
-    let found = this._last !== undefined && sameBytes(this._last.lender.field, event, end) ? this._last : undefined;
+    let found = this._last !== undefined && sameBytes(this._last.lender.field, event, end, true) ? this._last : undefined;
     let id: string | undefined;
     if (!found) {
       id = latin1(event, 2, end);
@@ -181,8 +202,9 @@ function shorter(event: Uint8Array, end: number, distance: number, lender: Lende
     const size = 1 + d + varintSize(t);
     if (size < time.end) {
       const form: ShortForm = { lendsTime: true, distance, delta, rest: size };
-      const lent = head(form, lender);
-      if (lent && lent.length === time.end && sameBytes(lent, event, time.end)) {
+      const readBack = headSize(form, lender) === time.end;
+      if (readBack) writeHead(scratch, 0, form, lender);
+      if (readBack && sameBytes(event, scratch, time.end)) {
         const out = new Uint8Array(size + event.length - time.end);
         out[0] = SHORT_ID_TS;
         writeVarint(out, writeVarint(out, 1, distance), t);
@@ -252,8 +274,10 @@ function writeVarint(b: Uint8Array, at: number, v: number): number {
   return at;
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array, n: number): boolean {
-  if (a.length !== n) return false;
+/** The first `n` bytes of `a` and `b` are the same (`a` is `n` long, or `exact` is off). */
+function sameBytes(a: Uint8Array, b: Uint8Array, n: number, exact = false): boolean {
+  if (exact && a.length !== n) return false;
+  if (a.length < n || b.length < n) return false;
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
   return true;
 }
