@@ -13,7 +13,8 @@
  *   `ts` field, then the rest.
  *
  * A 16-hex-character id takes 18 bytes and a time 13, where the marker, the distance and t take 3
- * or 4: an echo turn's five records keep about 100 bytes less (docs/performance.md, storage).
+ * or 4: an echo turn's four records after its first keep 23 bytes less each (docs/performance.md,
+ * twenty-first round).
  *
  * The writer stores a short form only when reading it back gives the event's exact bytes (`head`
  * on the lender, compared with the event's own), so an unusual time or id never comes back
