@@ -32,6 +32,9 @@ const TS_TAG = 0x1a;
 const SHORT_ID = 0x00;
 const SHORT_ID_TS = 0x01;
 
+/** The last second a Timestamp may hold (9999-12-31T23:59:59Z). */
+const MAX_SECONDS = 253_402_300_799;
+
 /** Execution ids the writer remembers the whole row of: the latest few (a turn's, a cut one's). */
 const REMEMBERED = 8;
 
@@ -210,7 +213,8 @@ function shorter(event: Uint8Array, end: number, distance: number, lender: Lende
         out[0] = SHORT_ID_TS;
         writeVarint(out, writeVarint(out, 1, distance), t);
         out.set(event.subarray(time.end), size);
-        return out;
+        const back = shortForm(out);
+        if (back?.distance === distance && back.delta === delta && back.rest === size) return out;
       }
     }
   }
@@ -238,7 +242,8 @@ function timeAt(event: Uint8Array, end: number): { time: Ms; end: number } | und
   let nanos = 0;
   if (event[at] === 0x08 && at < stop) {
     const v = varintAt(event, at + 1);
-    if (v === undefined || v.end > stop) return undefined;
+    // Within a Timestamp's range (to the end of year 9999): its milliseconds and their offsets stay exact.
+    if (v === undefined || v.end > stop || v.value > MAX_SECONDS) return undefined;
     seconds = v.value;
     at = v.end;
   }

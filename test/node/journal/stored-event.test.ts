@@ -83,10 +83,11 @@ describe("stored events", () => {
       null, // no time
       at(0, 5_000_000), // the epoch's second
       at(1_700_003_600, 5_000_000), // an hour later
+      at(253_402_300_799, 999_000_000), // the last millisecond a Timestamp holds
     ];
     // The same again from a lender with nanoseconds below the millisecond: a time with the same ones is lent.
     times.push(...[at(1_700_000_000, 5_000_123), at(1_700_000_000, 9_000_123), at(1_700_000_000, 9_000_124)]);
-    const events = times.map((ts, i) => output(`m${i}`, i < 8 ? id : "fedcba9876543210", ts));
+    const events = times.map((ts, i) => output(`m${i}`, i < 9 ? id : "fedcba9876543210", ts));
     expect(journal.append(events, { fence: 0n }).ok).toBe(true);
     const forms = storedRows(db).map((x) => shortForm(x.event));
     expect(forms.map((f) => f && (f.lendsTime ? f.delta : "id only"))).toEqual([
@@ -98,12 +99,13 @@ describe("stored events", () => {
       "id only",
       -1_700_000_000_000,
       3_600_000,
+      251_702_300_799_994,
       undefined,
       4,
       "id only",
     ]);
     expect(journal.read(1n, 0n, 20).map((x) => x.event)).toEqual(events.map((e) => toBinary(EventSchema, e)));
-    expect(journal.read(4n, 11n, 10).map((x) => x.event)).toEqual(events.slice(3).map((e) => toBinary(EventSchema, e)));
+    expect(journal.read(4n, 12n, 10).map((x) => x.event)).toEqual(events.slice(3).map((e) => toBinary(EventSchema, e)));
     expect(journal.verify().ok).toBe(true);
   });
 
