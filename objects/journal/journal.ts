@@ -73,7 +73,7 @@ export interface StoredColumns {
   fence: number;
   /** The event's bytes, or what follows `eventHead` when that is set. */
   event: Uint8Array;
-  /** A short row's execution id field, lent by the row it points back at (stored-event.ts): the event is it, then `event`. */
+  /** What a short row's lender gives it (its id field, and its time when lent: stored-event.ts): the event is this, then `event`. */
   eventHead: Uint8Array | undefined;
 }
 
@@ -144,7 +144,7 @@ export const DEFAULT_MAX_EVENT_BYTES = 1_900_000;
 export class Journal {
   private _head: Head | undefined;
   private _fence: bigint | undefined;
-  /** Which rows this journal stored whole, so a record of the same execution can leave its id out (stored-event.ts). */
+  /** Which rows this journal stored whole, so a record of the same execution can leave its id and time out (stored-event.ts). */
   private readonly _short = new ShortRows();
 
   /**
@@ -422,11 +422,11 @@ export class Journal {
   }
 
   /**
-   * Gives each short row of a read (stored-event.ts) its execution id field, from the row it
-   * points back at: one of the read's own rows, or else read in one more statement (a read that
-   * starts inside an execution). `join`: the event made whole in column 3; otherwise column 3 is
-   * what follows the field and column 4 the field (views, nothing copied). A short row with no
-   * whole row to lend it an id stays as it is stored.
+   * Gives each short row of a read (stored-event.ts) what its lender gives it: the lender is one of
+   * the read's own rows, or else read in one more statement (a read that starts inside an
+   * execution). `join`: the event made whole in column 3. Otherwise column 3 keeps the rest (a
+   * view) and the returned array, by row, what comes before it, made once per lender and time
+   * offset. A short row whose lender cannot give it that stays as it is stored.
    */
   private _makeWhole(rows: SqlValue[][], join: boolean): (Uint8Array | undefined)[] | undefined {
     const base = rows.length > 0 ? (rows[0]![0] as number) : 0;

@@ -107,8 +107,8 @@ export function unpackRecords(b: Uint8Array): StoredRecord[] {
   return out;
 }
 
-/** Seqs, fences and lengths: non-negative and far below 2^53. */
-function varint(b: Uint8Array, at: number, v: number): number {
+/** Writes `v` (non-negative and below 2^53: seqs, fences, lengths, distances) as a varint at `at`; returns where it ends. */
+export function varint(b: Uint8Array, at: number, v: number): number {
   let x = v;
   while (x > 0x7f) {
     b[at++] = (x % 128) | 0x80;

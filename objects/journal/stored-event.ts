@@ -25,6 +25,8 @@
  * test/node/journal/stored-event.test.ts.
  */
 
+import { varint } from "./record-pack.js";
+
 /** The field tag of `Event.execution_id` (field 2, length-delimited). */
 const ID_TAG = 0x12;
 /** The field tag of `Event.ts` (field 3, length-delimited). */
@@ -88,12 +90,6 @@ export function shortForm(stored: Uint8Array): ShortForm | undefined {
   return { lendsTime: true, distance: d.value, delta: t.value % 2 === 0 ? t.value / 2 : -(t.value + 1) / 2, rest: t.end };
 }
 
-/** A short row's distance back to its lender and where the rest of its event starts; undefined for a whole row. */
-export function shortRef(stored: Uint8Array): { distance: number; rest: number } | undefined {
-  const f = shortForm(stored);
-  return f && { distance: f.distance, rest: f.rest };
-}
-
 /** How many bytes a short row gets from its lender, before its own rest; -1 when the lender cannot give them. */
 export function headSize(form: ShortForm, lender: Lender): number {
   if (!form.lendsTime) return lender.field.length;
@@ -117,11 +113,11 @@ export function writeHead(out: Uint8Array, at: number, form: ShortForm, lender: 
   out[i++] = (seconds > 0 ? 1 + varintSize(seconds) : 0) + (nanos > 0 ? 1 + varintSize(nanos) : 0);
   if (seconds > 0) {
     out[i++] = 0x08;
-    i = writeVarint(out, i, seconds);
+    i = varint(out, i, seconds);
   }
   if (nanos > 0) {
     out[i++] = 0x10;
-    writeVarint(out, i, nanos);
+    varint(out, i, nanos);
   }
 }
 
@@ -180,8 +176,8 @@ export class ShortRows {
     id ??= latin1(event, 2, end);
     if (!this._whole.has(id) && this._whole.size >= REMEMBERED) this._whole.delete(this._whole.keys().next().value!);
     // Kept as a copy: the caller's bytes are its own.
-    const own = event.slice(0, timeAt(event, end)?.end ?? end);
-    this._last = { at: seq, lender: { field: own.subarray(0, end), ts: timeAt(own, end)?.time } };
+    const time = timeAt(event, end);
+    this._last = { at: seq, lender: { field: event.slice(0, end), ts: time?.time } };
     this._whole.set(id, this._last);
     return event;
   }
@@ -211,7 +207,7 @@ function shorter(event: Uint8Array, end: number, distance: number, lender: Lende
       if (readBack && sameBytes(event, scratch, time.end)) {
         const out = new Uint8Array(size + event.length - time.end);
         out[0] = SHORT_ID_TS;
-        writeVarint(out, writeVarint(out, 1, distance), t);
+        varint(out, varint(out, 1, distance), t);
         out.set(event.subarray(time.end), size);
         const back = shortForm(out);
         if (back?.distance === distance && back.delta === delta && back.rest === size) return out;
@@ -222,7 +218,7 @@ function shorter(event: Uint8Array, end: number, distance: number, lender: Lende
   if (1 + d >= end) return undefined;
   const out = new Uint8Array(1 + d + event.length - end);
   out[0] = SHORT_ID;
-  writeVarint(out, 1, distance);
+  varint(out, 1, distance);
   out.set(event.subarray(end), 1 + d);
   return out;
 }
@@ -268,16 +264,6 @@ function varintAt(b: Uint8Array, at: number): { value: number; end: number } | u
     mul *= 128;
   }
   return undefined;
-}
-
-function writeVarint(b: Uint8Array, at: number, v: number): number {
-  let x = v;
-  while (x > 0x7f) {
-    b[at++] = (x % 128) | 0x80;
-    x = Math.floor(x / 128);
-  }
-  b[at++] = x;
-  return at;
 }
 
 /** The first `n` bytes of `a` and `b` are the same (`a` is `n` long, or `exact` is off). */

@@ -19,7 +19,7 @@ import { INITIAL_STATES } from "../../objects/session/meta-store.js";
 import { packRecords, unpackRecords } from "../../objects/journal/record-pack.js";
 import { sqlDbFromStorage } from "../../objects/storage/do-sql.js";
 import { Journal } from "../../objects/journal/journal.js";
-import { shortRef } from "../../objects/journal/stored-event.js";
+import { shortForm } from "../../objects/journal/stored-event.js";
 
 function stubFor(uid: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(`default/${uid}`));
@@ -56,7 +56,7 @@ describe("SessionObject in workerd", () => {
     }));
     expect(rows).toHaveLength(5);
     // The turn's records after its first are stored without the execution id (objects/journal/stored-event.ts).
-    expect(rows.map((r) => shortRef(new Uint8Array(r.event)) !== undefined)).toEqual([false, true, true, true, true]);
+    expect(rows.map((r) => shortForm(new Uint8Array(r.event)) !== undefined)).toEqual([false, true, true, true, true]);
     // Each hash is stored once, as 32 bytes; a record's prev_hash is the row before's hash.
     let prev = "";
     rows.forEach((r, i) => {

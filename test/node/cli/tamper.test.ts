@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../../../proto/messages.js";
 import { Journal } from "../../../objects/journal/journal.js";
-import { shortRef } from "../../../objects/journal/stored-event.js";
+import { shortForm } from "../../../objects/journal/stored-event.js";
 import { createTestDb } from "../support/sqljs-db.js";
 import { type Host, startHost } from "../support/host.js";
 import { agentctl, sessionOf } from "./run-agentctl.js";
@@ -84,7 +84,7 @@ function tamperOutput(file: SessionFile): void {
     const changed = Uint8Array.from(blob);
     changed[at + 5] = "j".charCodeAt(0);
     // A short row (stored without its execution id) decodes from after its marker.
-    const ev = fromBinary(EventSchema, changed.subarray(shortRef(changed)?.rest ?? 0));
+    const ev = fromBinary(EventSchema, changed.subarray(shortForm(changed)?.rest ?? 0));
     expect(ev.body.case === "message" ? textOf(ev.body.value) : "").toBe("echo:jello");
     db.run("UPDATE events SET event = ? WHERE seq = 4", [changed]);
     const out = db.export();

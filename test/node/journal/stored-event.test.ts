@@ -6,7 +6,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
-import { idFieldEnd, shortForm, shortRef } from "../../../objects/journal/stored-event.js";
+import { idFieldEnd, shortForm } from "../../../objects/journal/stored-event.js";
 import { packRecords } from "../../../objects/journal/record-pack.js";
 import { createTestDb, type TestDb } from "../support/sqljs-db.js";
 
@@ -60,7 +60,7 @@ describe("stored events", () => {
     const r = journal.append(events, { fence: 0n });
     expect(r.ok).toBe(true);
     const rows = storedRows(db);
-    expect(rows.map((x) => shortRef(x.event)?.distance)).toEqual([undefined, 1, 2, 3, 4]);
+    expect(rows.map((x) => shortForm(x.event)?.distance)).toEqual([undefined, 1, 2, 3, 4]);
     const whole = events.map((e) => toBinary(EventSchema, e));
     // 18 bytes of id and 8 of time out; marker, distance and time offset in.
     expect(rows.map((x, i) => whole[i]!.length - x.event.length)).toEqual([0, 23, 23, 23, 23]);
@@ -123,7 +123,7 @@ describe("stored events", () => {
     new Journal(db).append([output("a", ""), output("b", "x1"), output("c", "x1")], { fence: 0n });
     // An object that starts again does not know where x1 is stored whole: it stores it whole once more.
     new Journal(db).append([output("d", "x1"), output("e", "x1")], { fence: 0n });
-    expect(storedRows(db).map((x) => shortRef(x.event)?.distance)).toEqual([undefined, undefined, 1, undefined, 1]);
+    expect(storedRows(db).map((x) => shortForm(x.event)?.distance)).toEqual([undefined, undefined, 1, undefined, 1]);
     expect(idFieldEnd(storedRows(db)[0]!.event)).toBe(0);
   });
 
@@ -214,7 +214,7 @@ describe("stored events", () => {
       expect(journal.verify().ok, `seed ${seed}`).toBe(true);
       const stored = storedRows(db);
       expect(
-        stored.some((x) => shortRef(x.event) !== undefined),
+        stored.some((x) => shortForm(x.event) !== undefined),
         `seed ${seed}`,
       ).toBe(true);
 
