@@ -15,6 +15,7 @@ import { Journal, JOURNAL_SCHEMA } from "./journal/journal.js";
 import { projectRecords, type States } from "./session/projection.js";
 import { sqlDbFromStorage } from "./storage/do-sql.js";
 import type { SqlDb } from "./storage/sql.js";
+import { configureLogLevel } from "./log-line.js";
 
 const PLAIN_SCHEMA = "CREATE TABLE IF NOT EXISTS plain (seq INTEGER PRIMARY KEY, prev_hash TEXT, hash TEXT, fence INTEGER, event BLOB)";
 
@@ -23,6 +24,7 @@ export class BenchObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    configureLogLevel(env);
     this._db = sqlDbFromStorage(ctx.storage);
     const exists = this._db.query("SELECT name FROM sqlite_master WHERE name = 'events'").length > 0;
     if (!exists) for (const s of JOURNAL_SCHEMA) this._db.query(s);

@@ -83,6 +83,8 @@ export interface ConfigEnv {
   TAIL_HEARTBEAT_MS?: string;
   TAIL_IDLE_LIMIT_MS?: string;
   TAIL_MAX_QUEUE_BYTES?: string;
+  /** The least level of log line written: debug, info (the default), warn or error (objects/log-line.ts). */
+  LOG_LEVEL?: string;
   /** Memory a session object keeps its decoded journal in, as estimated (objects/session/session-cache.ts); 0 keeps none. */
   JOURNAL_CACHE_MAX_BYTES?: string;
 }

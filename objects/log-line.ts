@@ -4,19 +4,62 @@
  * files a line under: Workers Logs' level, `wrangler tail`, and `wrangler dev --log-level` (at
  * `warn`, which the test servers use, a line written with `console.log` is not shown at all, so an
  * `error` line written that way would be hidden exactly where it is needed: docs/platform.md P19).
+ *
+ * `LOG_LEVEL` (debug, info, warn or error; info by default) is the least level written: a line
+ * below it is never built or handed to the console, so it costs nothing where nobody reads it.
  */
 
+type Level = "error" | "warn" | "info" | "debug";
+
+const RANK: Record<Level, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/** The rank of the least level written: info until LOG_LEVEL says otherwise. */
+let least = RANK.info;
+
 /** The console method for a line's `level`: `error`, `warn`, `debug`, else `info`. */
-export function consoleMethodOf(level: unknown): "error" | "warn" | "info" | "debug" {
+export function consoleMethodOf(level: unknown): Level {
   return level === "error" || level === "warn" || level === "debug" ? level : "info";
 }
 
-/** Writes one structured line (already JSON) at `level`. */
+/**
+ * Sets the least level written from the LOG_LEVEL variable (any case, spaces around ignored;
+ * unset or empty is info). Answers false for a value that is not a level, and info applies then.
+ */
+export function setLogLevel(value: string | undefined): boolean {
+  const v = (value ?? "").trim().toLowerCase();
+  const known = v === "" || v in RANK;
+  least = known && v !== "" ? RANK[v as Level] : RANK.info;
+  return known;
+}
+
+/** Whether a line at `level` is written: callers skip building a line that would be dropped. */
+export function logsAt(level: unknown): boolean {
+  return RANK[consoleMethodOf(level)] >= least;
+}
+
+/** Writes one structured line (already JSON) at `level`, unless LOG_LEVEL is above it. */
 export function writeLogText(level: unknown, json: string): void {
-  console[consoleMethodOf(level)](json);
+  const method = consoleMethodOf(level);
+  if (RANK[method] < least) return;
+  console[method](json);
 }
 
 /** Writes one structured line (an object of JSON fields) at its own `level`. */
 export function writeLogLine(line: Record<string, unknown>): void {
+  if (!logsAt(line.level)) return;
   writeLogText(line.level, JSON.stringify(line));
+}
+
+/** The unusable LOG_LEVEL this isolate has already warned about. */
+let warnedFor: string | undefined;
+
+/**
+ * Applies `env.LOG_LEVEL` in this isolate: the Worker and every Durable Object class call it as
+ * they start, since an object may run in an isolate of its own. A value that is not a level is
+ * named in one `warn` line per isolate, and info applies.
+ */
+export function configureLogLevel(env: { LOG_LEVEL?: string }): void {
+  if (setLogLevel(env.LOG_LEVEL) || warnedFor === env.LOG_LEVEL) return;
+  warnedFor = env.LOG_LEVEL;
+  writeLogLine({ level: "warn", msg: "config", ignored: ["LOG_LEVEL"], detail: "not one of debug, info, warn, error: info applies; fix the variable" });
 }

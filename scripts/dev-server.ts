@@ -107,7 +107,11 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     ];
     // Runtime backends' incarnations dial back to this URL (objects/tunnel/served-harness.ts).
     // Local development: authentication off unless a test configures it (opts.vars.AUTH_MODE).
-    for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, AUTH_MODE: "none", ...opts.vars })) args.push("--var", `${k}:${v}`);
+    // LOG_LEVEL as wrangler's --log-level above: a line below warn would never be shown, yet
+    // wrangler's Node process would still take each into its debug log (docs/platform.md P18).
+    for (const [k, v] of Object.entries({ PUBLIC_URL: `http://127.0.0.1:${port}`, AUTH_MODE: "none", LOG_LEVEL: "warn", ...opts.vars })) {
+      args.push("--var", `${k}:${v}`);
+    }
     mkdirSync(join(persistDir, "tmp"), { recursive: true });
     const logFrom = existsSync(logFile) ? statSync(logFile).size : 0;
     const fd = openSync(logFile, "a");

@@ -13,7 +13,7 @@ import { serveBench } from "./bench.js";
 import { serveWithCors } from "./cors.js";
 import { serveUi } from "./ui.js";
 import { serveTunnel, TUNNEL_PATH } from "./tunnel-route.js";
-import { writeLogLine } from "../objects/log-line.js";
+import { configureLogLevel, writeLogLine } from "../objects/log-line.js";
 
 export { SessionObject, Directory, BenchObject, HarnessTunnel, TenantLimiter } from "../objects/index.js";
 
@@ -58,8 +58,9 @@ function unauthenticated(who: { code: Code; message: string }): Response {
   return Response.json({ code: codeToString(who.code), message: who.message }, { status: codeToHttpStatus(who.code) });
 }
 
-/** The limits, with one warning line per isolate for a variable that was set to something unusable. */
+/** LOG_LEVEL and the limits, with one warning line per isolate for a variable that was set to something unusable. */
 function loggedGuards(env: Env): LimitGuards {
+  configureLogLevel(env);
   const g = createLimitGuards(env);
   const l = g.limits;
   if (l.ignored.length > 0) {

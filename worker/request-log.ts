@@ -8,7 +8,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { whenEnded } from "./call-end.js";
 import { callerKey, logFieldsKey } from "./context.js";
-import { writeLogText } from "../objects/log-line.js";
+import { logsAt, writeLogText } from "../objects/log-line.js";
 
 const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
 
@@ -26,6 +26,7 @@ export interface RpcLine {
 /** Writes one RPC line; also used for requests refused before the router (worker/index.ts). */
 export function logRpc(l: RpcLine): void {
   const level = l.code !== undefined && SERVER_FAULTS.has(l.code) ? "error" : "info";
+  if (!logsAt(level)) return;
   writeLogText(
     level,
     JSON.stringify({

@@ -10,7 +10,8 @@
  * Levels are env vars: PEERS_FRESH_ROUNDS (8), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
  * level), PEERS_LEVEL_TURNS (9 measured turns per level), PEERS_PARALLEL (16 sessions),
  * PEERS_PARALLEL_TURNS (30 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
- * PEERS_FLOOR_SAMPLES (200).
+ * PEERS_FLOOR_SAMPLES (200), PEERS_OURS_LOG_LEVEL (warn: our host's LOG_LEVEL; info adds the request line
+ * each turn writes, which the other systems do not write).
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -47,6 +48,7 @@ const cfg = {
   parallelRounds: whole("PEERS_PARALLEL_ROUNDS", 3),
   fsyncTurns: whole("PEERS_FSYNC_TURNS", 50),
   floorSamples: whole("PEERS_FLOOR_SAMPLES", 200),
+  oursLogLevel: process.env.PEERS_OURS_LOG_LEVEL ?? "warn",
 };
 /** Storage is the growth between these two points of the long session (fixed overhead left out). */
 const STORAGE_FROM = 20;
@@ -266,7 +268,7 @@ async function main(cleanup: Cleanup): Promise<void> {
 
   log("starting ours (wrangler dev), the peers' worker (wrangler dev), the LangGraph runner and the floor server …");
   const langgraph = await startLangGraph(join(root, "langgraph"), cleanup);
-  const ours = await startOurs(join(root, "ours"), cleanup);
+  const ours = await startOurs(join(root, "ours"), cleanup, cfg.oursLogLevel);
   const worker = await startPeersWorker(join(root, "peers"), cleanup);
   const floorUrl = await startFloorServer(cleanup);
   logFiles.push(ours.logFile, worker.logFile);
@@ -391,7 +393,7 @@ async function main(cleanup: Cleanup): Promise<void> {
   console.log(
     `machine: ${availableParallelism()} cores, Node ${process.version}; 1-minute load average over the phases ${formatValue(Math.min(...loads))}–${formatValue(Math.max(...loads))}`,
   );
-  console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host)`);
+  console.log(`ours' model stand-in received ${ours.stubCalls()} requests (the echo model answers in the host); ours ran at LOG_LEVEL=${cfg.oursLogLevel}`);
   console.log("");
   for (const m of metrics) console.log(summaryLine(m));
   console.log(

@@ -81,7 +81,7 @@ export interface Ours extends System {
  * `echo` harness (a per-turn override between built-ins): they write the same records as a chat
  * turn with the echo model, and cost what a fresh turn costs, since echo never reads its history.
  */
-export async function startOurs(persistDir: string, cleanup: Cleanup): Promise<Ours> {
+export async function startOurs(persistDir: string, cleanup: Cleanup, logLevel: string): Promise<Ours> {
   let stubCalls = 0;
   const stub = createServer((req, res) => {
     stubCalls++;
@@ -100,7 +100,7 @@ export async function startOurs(persistDir: string, cleanup: Cleanup): Promise<O
   await new Promise<void>((ok) => stub.listen(0, "127.0.0.1", () => ok()));
   cleanup.add(() => new Promise<void>((ok) => stub.close(() => ok())));
   const port = (stub.address() as { port: number }).port;
-  const server = await startDevServer({ persistDir, vars: { MODEL_BASE_URL: `http://127.0.0.1:${port}/v1` } });
+  const server = await startDevServer({ persistDir, vars: { MODEL_BASE_URL: `http://127.0.0.1:${port}/v1`, LOG_LEVEL: logLevel } });
   cleanup.add(() => server.dispose());
   const client = new SessionsClient({ server: server.url, fetch: nodeFetch });
   const group = wranglerGroupOf(persistDir);

@@ -17,7 +17,7 @@ import { RetentionStore, type RetentionCandidateRow, type RetentionPolicyRow } f
 import { retentionSettings, sweepRetention, type RemoveResult, type SweepResult } from "./retention-sweep.js";
 import { sessionStub, type Env } from "../env.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
-import { writeLogLine } from "../log-line.js";
+import { configureLogLevel, writeLogLine } from "../log-line.js";
 
 export class Directory extends DurableObject<Env> {
   private readonly _store: DirectoryStore;
@@ -27,6 +27,7 @@ export class Directory extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    configureLogLevel(env);
     const db = sqlDbFromStorage(ctx.storage);
     this._store = new DirectoryStore(db);
     this._registry = new RegistryStore(db, () => Date.now());

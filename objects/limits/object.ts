@@ -7,12 +7,14 @@ import { DurableObject } from "cloudflare:workers";
 import { type Env, sessionStub } from "../env.js";
 import { type Admission, type LeaseOutcome, type LimitSettings, TenantLimits } from "./tenant-limits.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
+import { configureLogLevel } from "../log-line.js";
 
 export class TenantLimiter extends DurableObject<Env> {
   private readonly _limits: TenantLimits;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    configureLogLevel(env);
     this._limits = new TenantLimits(sqlDbFromStorage(ctx.storage));
   }
 

@@ -32,12 +32,14 @@ import { createR2BlobStore } from "../blobs/blob-store.js";
 import { createToolExecutor } from "../tools/executor.js";
 import { withRequestId } from "../request-context.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
+import { configureLogLevel } from "../log-line.js";
 
 export class SessionObject extends DurableObject<Env> {
   private readonly _host: SessionHost;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    configureLogLevel(env);
     const config = hostConfig(env);
     const provider = config.model && timedProvider(createOpenAiChatProvider(config.model));
     const limits = hostLimits(env);

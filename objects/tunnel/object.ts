@@ -21,7 +21,7 @@ import { TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
 import type { Env } from "../env.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
 import { TunnelStore } from "./tunnel-store.js";
-import { writeLogLine } from "../log-line.js";
+import { configureLogLevel, writeLogLine } from "../log-line.js";
 
 const TOKEN_TTL_MS = 10 * 60_000;
 
@@ -43,6 +43,7 @@ export class HarnessTunnel extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    configureLogLevel(env);
     this._store = new TunnelStore(sqlDbFromStorage(ctx.storage));
   }
 

@@ -3,7 +3,8 @@
  * does when another process took its port, is tried again, and when every try fails the error
  * carries the end of wrangler's log (its storage folder, and the log with it, are removed). Its
  * devtools inspector stays detached unless asked for (WITHOUT_DEVTOOLS: attached, wrangler handles
- * every console line a second time).
+ * every console line a second time). The host runs at LOG_LEVEL=warn beside wrangler's --log-level
+ * warn, so the info lines nobody would see are not written (docs/platform.md P18).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -61,6 +62,30 @@ describe("startDevServer", () => {
     const targets = (await (await fetch(`http://127.0.0.1:${server.inspectorPort}/json`)).json()) as { webSocketDebuggerUrl?: string }[];
     expect(targets.length).toBeGreaterThan(0);
     expect(targets[0]!.webSocketDebuggerUrl).toMatch(/^ws:\/\/127\.0\.0\.1:/);
+  }, 120_000);
+
+  it("runs the host at LOG_LEVEL=warn: no line for a call that went well; a test may ask for info, and an unusable level is named", async () => {
+    /** The Worker's console lines wrangler took in: its debug log keeps every level, shown or not. */
+    const linesAfterCall = async (vars: Record<string, string>) => {
+      server = await startDevServer({ vars });
+      const r = await fetch(`${server.url}/agentsessions.v1.Sessions/ListSessions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(r.status).toBe(200);
+      const logs = join(server.persistDir, "wrangler-logs");
+      const read = () => (existsSync(logs) ? readdirSync(logs).map((f) => readFileSync(join(logs, f), "utf8")) : []).join("\n");
+      // The rpc line is written when the call ends, just after its answer: wait for it to land.
+      for (let i = 0; i < 40 && !read().includes('"msg":"rpc"'); i++) await sleep(50);
+      const text = read();
+      await server.dispose();
+      server = undefined;
+      return { rpc: text.includes('"msg":"rpc"'), config: text.includes('"msg":"config","ignored":["LOG_LEVEL"]') };
+    };
+    expect(await linesAfterCall({})).toEqual({ rpc: false, config: false });
+    expect(await linesAfterCall({ LOG_LEVEL: "info" })).toEqual({ rpc: true, config: false });
+    expect(await linesAfterCall({ LOG_LEVEL: "chatty" })).toEqual({ rpc: true, config: true });
   }, 120_000);
 
   it("says why when every try fails, and removes the storage folder it made", async () => {
