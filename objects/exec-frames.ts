@@ -179,6 +179,11 @@ export class FrameSink {
     this._push(encodeUpdateFrame(updateBytes));
   }
 
+  /** An update frame already made (proto/record-envelopes.ts `recordUpdateEnvelope`: kind 0 is a data envelope's flag). */
+  updateFrame(frame: Uint8Array): void {
+    this._push(frame);
+  }
+
   fail(f: Failure): void {
     this._push(encodeFailureFrame(f));
     this._failed = true;

@@ -43,12 +43,18 @@ export function contentHash(event: Event, prevHash: string, seq: bigint): Conten
 
 /** The content hash both ways: hex (the wire's form) and the 32 bytes a journal row stores. */
 export function contentDigest(event: Event, prevHash: string, seq: bigint): { hash: ContentHash; bytes: Uint8Array } {
-  const text = canonicalRecordString(event, prevHash, seq);
-  // Hashing UTF-8 bytes is cheaper in workerd than handing it the string to convert.
+  const bytes = updateText(createHash("sha256"), canonicalRecordString(event, prevHash, seq)).digest();
+  return { hash: bytes.toString("hex") as ContentHash, bytes };
+}
+
+/**
+ * `h.update(text)` as UTF-8, written into a scratch buffer first: workerd's node:crypto converts a
+ * string through a Buffer made for it, which costs more than the hashing of a short text.
+ */
+export function updateText(h: nodeCrypto.Hash, text: string): nodeCrypto.Hash {
   if (utf8Scratch.length < text.length * 3) utf8Scratch = new Uint8Array(text.length * 3);
   const n = UTF8.encodeInto(text, utf8Scratch).written;
-  const bytes = createHash("sha256").update(utf8Scratch.subarray(0, n)).digest();
-  return { hash: bytes.toString("hex") as ContentHash, bytes };
+  return h.update(utf8Scratch.subarray(0, n));
 }
 
 const UTF8 = new TextEncoder();

@@ -40,33 +40,7 @@ export class EnvelopeWriter {
   pushRecord(r: RecordColumns): void {
     const size = recordSize(r);
     this._reserve(5 + size);
-    const b = this._buf;
-    let at = this._len;
-    b[at] = 0;
-    b[at + 1] = size >>> 24;
-    b[at + 2] = (size >>> 16) & 0xff;
-    b[at + 3] = (size >>> 8) & 0xff;
-    b[at + 4] = size & 0xff;
-    at += 5;
-    if (r.seq !== 0n && r.seq !== 0) {
-      b[at++] = 0x08;
-      at = varint(b, at, r.seq);
-    }
-    at = hashField(b, at, 0x12, r.prevHash);
-    at = hashField(b, at, 0x1a, r.hash);
-    if (r.fence !== 0n && r.fence !== 0) {
-      b[at++] = 0x20;
-      at = varint(b, at, r.fence);
-    }
-    b[at++] = 0x2a;
-    const head = r.eventHead;
-    at = varint(b, at, (head?.length ?? 0) + r.event.length);
-    if (head !== undefined) {
-      b.set(head, at);
-      at += head.length;
-    }
-    b.set(r.event, at);
-    this._len = at + r.event.length;
+    this._len = writeRecord(this._buf, writeEnvelopeHead(this._buf, this._len, size), r);
   }
 
   take(): Uint8Array {
@@ -81,6 +55,54 @@ export class EnvelopeWriter {
     next.set(this._buf.subarray(0, this._len));
     this._buf = next;
   }
+}
+
+/**
+ * One record as an enveloped ExecUpdate (its `record`, field 1), in one allocation of its exact
+ * size: an Exec stream's update frame (objects/exec-frames.ts), which has a data envelope's layout.
+ */
+export function recordUpdateEnvelope(r: RecordColumns): Uint8Array {
+  const size = recordSize(r);
+  const update = 1 + varintSize(size) + size;
+  const b = new Uint8Array(5 + update);
+  let at = writeEnvelopeHead(b, 0, update);
+  b[at++] = 0x0a;
+  at = varint(b, at, size);
+  writeRecord(b, at, r);
+  return b;
+}
+
+/** A data envelope's flag byte (0) and its 4-byte big-endian length at `at`; answers where the message starts. */
+function writeEnvelopeHead(b: Uint8Array, at: number, size: number): number {
+  b[at] = 0;
+  b[at + 1] = size >>> 24;
+  b[at + 2] = (size >>> 16) & 0xff;
+  b[at + 3] = (size >>> 8) & 0xff;
+  b[at + 4] = size & 0xff;
+  return at + 5;
+}
+
+/** A LogRecord's fields at `at` (room for recordSize(r) bytes); answers where it ends. */
+function writeRecord(b: Uint8Array, at: number, r: RecordColumns): number {
+  if (r.seq !== 0n && r.seq !== 0) {
+    b[at++] = 0x08;
+    at = varint(b, at, r.seq);
+  }
+  at = hashField(b, at, 0x12, r.prevHash);
+  at = hashField(b, at, 0x1a, r.hash);
+  if (r.fence !== 0n && r.fence !== 0) {
+    b[at++] = 0x20;
+    at = varint(b, at, r.fence);
+  }
+  b[at++] = 0x2a;
+  const head = r.eventHead;
+  at = varint(b, at, (head?.length ?? 0) + r.event.length);
+  if (head !== undefined) {
+    b.set(head, at);
+    at += head.length;
+  }
+  b.set(r.event, at);
+  return at + r.event.length;
 }
 
 function recordSize(r: RecordColumns): number {

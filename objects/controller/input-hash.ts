@@ -12,7 +12,7 @@
  */
 import { createHash, type Hash } from "node:crypto";
 import { type Message, type ModelCall, ModelCallSchema, MessageSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { modelInputHash } from "../../proto/canon.js";
+import { modelInputHash, updateText } from "../../proto/canon.js";
 import { canonicalJsonOf } from "../../proto/jcs-writer.js";
 import { sealedLength } from "../../runtimes/harness-spi.js";
 
@@ -43,17 +43,14 @@ export class InputHashCache {
       state = last.state;
       from = last.length;
     } else {
-      state = createHash("sha256").update('{"messages":[');
+      state = updateText(createHash("sha256"), '{"messages":[');
     }
     this._last = undefined;
-    for (let i = from; i < messages.length; i++) state.update((i > 0 ? "," : "") + this._canonical(messages[i]!));
+    for (let i = from; i < messages.length; i++) updateText(state, (i > 0 ? "," : "") + this._canonical(messages[i]!));
     // What the next call is compared with: a sealed prefix by reference (it cannot change), the
     // rest as copied now.
     this._last = { array: messages, sealed, tail: messages.slice(sealed), length: messages.length, state };
-    return state
-      .copy()
-      .update(rest === "{}" ? "]}" : "]," + rest.slice(1))
-      .digest("hex");
+    return updateText(state.copy(), rest === "{}" ? "]}" : "]," + rest.slice(1)).digest("hex");
   }
 
   /**

@@ -4,7 +4,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { encodeBinary } from "../../proto/binary-writer.js";
-import { logRecordWithEventBytes } from "../../proto/passthrough.js";
+import { recordUpdateEnvelope } from "../../proto/record-envelopes.js";
 import { ComputeState, ExecState, ExecUpdateSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
@@ -14,7 +14,6 @@ import { runLiveTurn } from "../controller/live-turn.js";
 import { cachedDescriber, type DescribeHarness } from "../controller/identity.js";
 import { inheritedIntent, resumeLatest, type ResumeOutcome } from "../controller/resume.js";
 import type { RecordObserver } from "../controller/turn-writer.js";
-import type { AppendedRecord } from "../journal/journal.js";
 import { busy, notFound, refusalFailure, resumeFailure, turnFailure } from "./failures.js";
 import { FrameSink, type FrameSinkOptions, type FrameStart } from "../exec-frames.js";
 import { lifecycleEvent, Lifecycle_Kind } from "../controller/events.js";
@@ -171,7 +170,8 @@ export const RUNNING_REPORT_MS = 1000;
 
 async function runExec(s: SessionState, live: LiveTurn, req: ExecRequest, name: string, out: FrameSink): Promise<void> {
   const observe: RecordObserver = (records) => {
-    for (const r of records) out.update(updateBytes({ case: "record", value: logRecordOf(r) }));
+    // Written from the stored bytes, as Replay writes records: no message is built or encoded.
+    for (const r of records) out.updateFrame(recordUpdateEnvelope(r));
   };
   let result: Failure | undefined;
   let parked = false;
@@ -417,9 +417,4 @@ function deltaRelay(s: SessionState, live: LiveTurn, out?: FrameSink) {
     out?.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
     s.followers.delta(s.journal.head().seq, executionId, chunk, done);
   };
-}
-
-/** The record as the stream carries it: its stored event bytes, not a re-encoding (proto/passthrough.ts). */
-function logRecordOf(r: AppendedRecord) {
-  return logRecordWithEventBytes(r);
 }

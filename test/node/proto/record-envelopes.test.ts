@@ -3,7 +3,8 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { EnvelopeWriter } from "../../../proto/record-envelopes.js";
+import { EnvelopeWriter, recordUpdateEnvelope } from "../../../proto/record-envelopes.js";
+import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 describe("record envelopes", () => {
   it("EnvelopeWriter: seqs and fences of every size, genesis and later links, empty and large events encode like toBinary", () => {
@@ -38,6 +39,36 @@ describe("record envelopes", () => {
     }
     expect(at).toBe(bytes.length);
     expect(w.length).toBe(0);
+  });
+
+  it("recordUpdateEnvelope: one record as an enveloped ExecUpdate, exactly what toBinary gives it, for every size of record", () => {
+    const cases: [bigint, string, bigint, number][] = [
+      [1n, "", 1n, 0],
+      [127n, "a".repeat(64), 0n, 10],
+      [128n, "b".repeat(64), 300n, 200],
+      [16384n, "c".repeat(64), 2n ** 31n, 70_000],
+      [2n ** 40n, "d".repeat(64), 2n ** 53n + 1n, 2_100_000],
+    ];
+    for (const [seq, prevHash, fence, textLen] of cases) {
+      const event = create(EventSchema, {
+        executionId: "e",
+        kind: 3,
+        body: textLen ? { case: "message", value: userText("x".repeat(textLen)) } : { case: undefined },
+      });
+      const record = create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event });
+      const want = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "record", value: record } }));
+      const got = recordUpdateEnvelope({ seq, prevHash, hash: "f".repeat(64), fence, event: toBinary(EventSchema, event) });
+      expect(got[0]).toBe(0);
+      expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
+      expect(got.subarray(5)).toEqual(want);
+      expect(got.length).toBe(5 + want.length);
+    }
+    // A short row's two parts write what the whole event writes.
+    const whole = toBinary(EventSchema, create(EventSchema, { executionId: "exec-1", kind: 3, body: { case: "message", value: userText("hi") } }));
+    const parts = { seq: 9n, prevHash: "a".repeat(64), hash: "b".repeat(64), fence: 2n };
+    expect(recordUpdateEnvelope({ ...parts, eventHead: whole.subarray(0, 9), event: whole.subarray(9) })).toEqual(
+      recordUpdateEnvelope({ ...parts, event: whole }),
+    );
   });
 
   it("EnvelopeWriter: hashes as their 32 bytes and seqs as numbers write what their hex text and bigints write", () => {
