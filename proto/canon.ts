@@ -18,6 +18,8 @@ import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harn
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
 import { canonicalJsonOf } from "./jcs-writer.js";
 import { encodeBinary, encodeBinaryNotingUnknown } from "./binary-writer.js";
+import { hexOf } from "./bytes.js";
+import { SHA256_DIRECT, type Sha256State, sha256State } from "./sha256.js";
 
 const { createHash } = nodeCrypto;
 
@@ -43,18 +45,19 @@ export function contentHash(event: Event, prevHash: string, seq: bigint): Conten
 
 /** The content hash both ways: hex (the wire's form) and the 32 bytes a journal row stores. */
 export function contentDigest(event: Event, prevHash: string, seq: bigint): { hash: ContentHash; bytes: Uint8Array } {
-  const bytes = updateText(createHash("sha256"), canonicalRecordString(event, prevHash, seq)).digest();
-  return { hash: bytes.toString("hex") as ContentHash, bytes };
+  const bytes = updateText(sha256State(), canonicalRecordString(event, prevHash, seq)).digest();
+  return { hash: hexOf(bytes) as ContentHash, bytes };
 }
 
 /**
  * `h.update(text)` as UTF-8, written into a scratch buffer first: workerd's node:crypto converts a
  * string through a Buffer made for it, which costs more than the hashing of a short text.
  */
-export function updateText(h: nodeCrypto.Hash, text: string): nodeCrypto.Hash {
+export function updateText<S extends Sha256State>(h: S, text: string): S {
   if (utf8Scratch.length < text.length * 3) utf8Scratch = new Uint8Array(text.length * 3);
   const n = UTF8.encodeInto(text, utf8Scratch).written;
-  return h.update(utf8Scratch.subarray(0, n));
+  h.update(utf8Scratch.subarray(0, n));
+  return h;
 }
 
 const UTF8 = new TextEncoder();
@@ -106,5 +109,12 @@ type OneShot = (algorithm: string, data: string | Uint8Array, encoding: "hex") =
 const oneShotHash = (nodeCrypto as { hash?: OneShot }).hash;
 
 export function sha256Hex(s: string | Uint8Array): string {
+  // workerd's one-shot hash makes a stream object per call (proto/sha256.ts); its handle does not.
+  if (SHA256_DIRECT) {
+    const h = sha256State();
+    if (typeof s === "string") updateText(h, s);
+    else h.update(s);
+    return hexOf(h.digest());
+  }
   return oneShotHash ? oneShotHash("sha256", s, "hex") : createHash("sha256").update(s).digest("hex");
 }

@@ -10,9 +10,10 @@
  * Anything else is hashed from the start. Always equal to modelInputHash (proto/canon.ts), which
  * stays the definition: test/node/controller/input-hash.test.ts.
  */
-import { createHash, type Hash } from "node:crypto";
 import { type Message, type ModelCall, ModelCallSchema, MessageSchema } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { modelInputHash, updateText } from "../../proto/canon.js";
+import { hexOf } from "../../proto/bytes.js";
+import { type Sha256State, sha256State } from "../../proto/sha256.js";
 import { canonicalJsonOf } from "../../proto/jcs-writer.js";
 import { sealedLength } from "../../runtimes/harness-spi.js";
 
@@ -22,7 +23,7 @@ interface Last {
   sealed: number;
   tail: Message[];
   length: number;
-  state: Hash;
+  state: Sha256State;
 }
 
 export class InputHashCache {
@@ -35,7 +36,7 @@ export class InputHashCache {
     // The rest of the call's canonical text: every other field, in key order after "messages".
     const rest = canonicalJsonOf(ModelCallSchema, { ...call, messages: [], id: "", inputHash: "" });
     const sealed = sealedLength(messages);
-    let state: Hash;
+    let state: Sha256State;
     let from = 0;
     const last = this._last;
     if (last && last.length <= messages.length && this._continues(last, messages, sealed)) {
@@ -43,14 +44,14 @@ export class InputHashCache {
       state = last.state;
       from = last.length;
     } else {
-      state = updateText(createHash("sha256"), '{"messages":[');
+      state = updateText(sha256State(), '{"messages":[');
     }
     this._last = undefined;
     for (let i = from; i < messages.length; i++) updateText(state, (i > 0 ? "," : "") + this._canonical(messages[i]!));
     // What the next call is compared with: a sealed prefix by reference (it cannot change), the
     // rest as copied now.
     this._last = { array: messages, sealed, tail: messages.slice(sealed), length: messages.length, state };
-    return updateText(state.copy(), rest === "{}" ? "]}" : "]," + rest.slice(1)).digest("hex");
+    return hexOf(updateText(state.copy(), rest === "{}" ? "]}" : "]," + rest.slice(1)).digest());
   }
 
   /**
