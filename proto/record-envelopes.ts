@@ -184,16 +184,18 @@ function varint(b: Uint8Array, at: number, v: bigint | number): number {
   return at;
 }
 
-/** A Connect end-of-stream frame: `{}` when the stream ended well, else its error. */
 /** How a stream ends on the wire: Connect's end-stream frame, or gRPC-Web's trailer frame. */
 export type Ending = "connect" | "grpc-web";
 
 /** The end of a stream in the caller's protocol: OK, or the error (its code and message). */
 export function streamEnd(ending: Ending, e?: { code: number; message: string }): Uint8Array {
-  if (ending === "connect") return e ? connectEndFrame({ code: codeToString(e.code), message: e.message }) : connectEndFrame();
-  return e ? grpcWebTrailerFrame(e.code, e.message) : grpcWebTrailerFrame(0);
+  // A copy of the one OK ending made at load: a stream's every answer ends with one.
+  if (!e) return (ending === "connect" ? CONNECT_OK : GRPC_WEB_OK).slice();
+  if (ending === "connect") return connectEndFrame({ code: codeToString(e.code), message: e.message });
+  return grpcWebTrailerFrame(e.code, e.message);
 }
 
+/** A Connect end-of-stream frame: `{}` when the stream ended well, else its error. */
 export function connectEndFrame(error?: { code: string; message: string }): Uint8Array {
   const body = new TextEncoder().encode(JSON.stringify(error ? { error } : {}));
   return envelopeFrame(0x02, body);
@@ -213,3 +215,6 @@ export function envelopeFrame(flags: number, payload: Uint8Array): Uint8Array {
   out.set(payload, 5);
   return out;
 }
+
+const CONNECT_OK = connectEndFrame();
+const GRPC_WEB_OK = grpcWebTrailerFrame(0);

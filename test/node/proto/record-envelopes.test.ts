@@ -3,7 +3,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { EnvelopeWriter, recordUpdateEnvelope } from "../../../proto/record-envelopes.js";
+import { connectEndFrame, EnvelopeWriter, grpcWebTrailerFrame, recordUpdateEnvelope, streamEnd } from "../../../proto/record-envelopes.js";
 import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 describe("record envelopes", () => {
@@ -105,5 +105,18 @@ describe("record envelopes", () => {
       parts.pushRecord({ ...record, eventHead: event.subarray(0, 18), event: event.subarray(18) });
       expect(parts.take()).toEqual(whole.take());
     }
+  });
+
+  it("streamEnd: the OK ending of each protocol, a fresh copy each time; an error's ending carries its code and message", () => {
+    const connectOk = streamEnd("connect");
+    expect([...connectOk]).toEqual([2, 0, 0, 0, 2, 0x7b, 0x7d]);
+    expect(streamEnd("grpc-web")).toEqual(grpcWebTrailerFrame(0));
+    connectOk.fill(9);
+    expect(streamEnd("connect")).toEqual(connectEndFrame());
+    const failed = streamEnd("connect", { code: 14, message: "retry" });
+    expect(new TextDecoder().decode(failed.subarray(5))).toBe('{"error":{"code":"unavailable","message":"retry"}}');
+    expect(new TextDecoder().decode(streamEnd("grpc-web", { code: 14, message: "retry now" }).subarray(5))).toBe(
+      "grpc-status: 14\r\ngrpc-message: retry%20now\r\n",
+    );
   });
 });
