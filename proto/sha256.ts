@@ -7,7 +7,8 @@
  * the hashing itself, once per record appended. Where the handle's class can be found on a `Hash`
  * (its `kHandle` symbol) and it hashes a probe exactly as `createHash` does, the states here are
  * made from that class directly. Anywhere else (Node, or a workerd whose internals differ) they wrap
- * `createHash`, so a change inside workerd can cost speed but never a wrong hash.
+ * `createHash`, so a change inside workerd can cost speed but never a wrong hash. Nothing is probed
+ * outside workerd: Node's handle class aborts the process when constructed with other arguments.
  */
 import * as nodeCrypto from "node:crypto";
 
@@ -68,11 +69,14 @@ class StreamHash implements Sha256State {
  * share a prefix through `copy`, each compared with createHash's digest of the same bytes.
  */
 function probeHandleClass(): HandleClass | undefined {
+  // Only in workerd: Node's handle class takes other arguments, and a wrong one aborts the process
+  // (a native assertion, not an exception).
+  if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent !== "Cloudflare-Workers") return undefined;
   try {
     const outer = nodeCrypto.createHash("sha256");
     const key = Object.getOwnPropertySymbols(outer).find((s) => s.description === "kHandle");
     const Handle = key && ((outer as unknown as Record<symbol, { constructor?: unknown }>)[key]?.constructor as HandleClass | undefined);
-    if (typeof Handle !== "function") return undefined;
+    if (typeof Handle !== "function" || Handle.name !== "HashHandle") return undefined;
     const bytes = (s: string) => new TextEncoder().encode(s);
     const want = (s: string) => new Uint8Array(nodeCrypto.createHash("sha256").update(bytes(s)).digest());
     const a = new DirectHash(new Handle("sha256", undefined));
