@@ -40,14 +40,13 @@ export function logsAt(level: unknown): boolean {
 /** Writes one structured line (already JSON) at `level`, unless LOG_LEVEL is above it. */
 export function writeLogText(level: unknown, json: string): void {
   const method = consoleMethodOf(level);
-  if (RANK[method] < least) return;
-  console[method](json);
+  if (RANK[method] >= least) console[method](json);
 }
 
-/** Writes one structured line (an object of JSON fields) at its own `level`. */
+/** Writes one structured line (an object of JSON fields) at its own `level`, unless LOG_LEVEL is above it. */
 export function writeLogLine(line: Record<string, unknown>): void {
-  if (!logsAt(line.level)) return;
-  writeLogText(line.level, JSON.stringify(line));
+  const method = consoleMethodOf(line.level);
+  if (RANK[method] >= least) console[method](JSON.stringify(line));
 }
 
 /** The unusable LOG_LEVEL this isolate has already warned about. */

@@ -84,7 +84,10 @@ function probeHandleClass(): HandleClass | undefined {
     const b = a.copy();
     a.update(bytes("one"));
     b.update(bytes("two"));
-    const same = (got: unknown, text: string) => got instanceof Uint8Array && got.length === 32 && got.every((v, i) => v === want(text)[i]);
+    const same = (got: unknown, text: string) => {
+      const expected = want(text);
+      return got instanceof Uint8Array && got.length === 32 && got.every((v, i) => v === expected[i]);
+    };
     return same(a.digest(), "probe: one") && same(b.digest(), "probe: two") ? Handle : undefined;
   } catch {
     return undefined;

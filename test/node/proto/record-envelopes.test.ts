@@ -6,23 +6,36 @@ import { userText } from "../../../proto/messages.js";
 import { connectEndFrame, EnvelopeWriter, grpcWebTrailerFrame, recordUpdateEnvelope, streamEnd } from "../../../proto/record-envelopes.js";
 import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
+/**
+ * Records of every size: seq, prev_hash, fence, and the length of the event's text (0: no body).
+ * Seqs and fences cross varint byte boundaries and 2^53; the first is the genesis link; the last
+ * one's text is `lastTextLen` long.
+ */
+function recordCases(lastTextLen: number): [bigint, string, bigint, number][] {
+  return [
+    [1n, "", 1n, 0],
+    [127n, "a".repeat(64), 0n, 10],
+    [128n, "b".repeat(64), 300n, 200],
+    [16384n, "c".repeat(64), 2n ** 31n, 70_000],
+    [2n ** 40n, "d".repeat(64), 2n ** 53n + 1n, lastTextLen],
+  ];
+}
+
+/** An INPUT event with a user text of `textLen` characters, or no body at all for 0. */
+function eventOf(textLen: number) {
+  return create(EventSchema, {
+    executionId: "e",
+    kind: 3,
+    body: textLen ? { case: "message", value: userText("x".repeat(textLen)) } : { case: undefined },
+  });
+}
+
 describe("record envelopes", () => {
   it("EnvelopeWriter: seqs and fences of every size, genesis and later links, empty and large events encode like toBinary", () => {
     const w = new EnvelopeWriter();
     const expected: Uint8Array[] = [];
-    const cases: [bigint, string, bigint, number][] = [
-      [1n, "", 1n, 0],
-      [127n, "a".repeat(64), 0n, 10],
-      [128n, "b".repeat(64), 300n, 200],
-      [16384n, "c".repeat(64), 2n ** 31n, 70_000],
-      [2n ** 40n, "d".repeat(64), 2n ** 53n + 1n, 5],
-    ];
-    for (const [seq, prevHash, fence, textLen] of cases) {
-      const event = create(EventSchema, {
-        executionId: "e",
-        kind: 3,
-        body: textLen ? { case: "message", value: userText("x".repeat(textLen)) } : { case: undefined },
-      });
+    for (const [seq, prevHash, fence, textLen] of recordCases(5)) {
+      const event = eventOf(textLen);
       const eventBytes = toBinary(EventSchema, event);
       w.pushRecord({ seq, prevHash, hash: "f".repeat(64), fence, event: eventBytes });
       expected.push(toBinary(LogRecordSchema, create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event })));
@@ -42,19 +55,8 @@ describe("record envelopes", () => {
   });
 
   it("recordUpdateEnvelope: one record as an enveloped ExecUpdate, exactly what toBinary gives it, for every size of record", () => {
-    const cases: [bigint, string, bigint, number][] = [
-      [1n, "", 1n, 0],
-      [127n, "a".repeat(64), 0n, 10],
-      [128n, "b".repeat(64), 300n, 200],
-      [16384n, "c".repeat(64), 2n ** 31n, 70_000],
-      [2n ** 40n, "d".repeat(64), 2n ** 53n + 1n, 2_100_000],
-    ];
-    for (const [seq, prevHash, fence, textLen] of cases) {
-      const event = create(EventSchema, {
-        executionId: "e",
-        kind: 3,
-        body: textLen ? { case: "message", value: userText("x".repeat(textLen)) } : { case: undefined },
-      });
+    for (const [seq, prevHash, fence, textLen] of recordCases(2_100_000)) {
+      const event = eventOf(textLen);
       const record = create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event });
       const want = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "record", value: record } }));
       const got = recordUpdateEnvelope({ seq, prevHash, hash: "f".repeat(64), fence, event: toBinary(EventSchema, event) });
