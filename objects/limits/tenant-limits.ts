@@ -21,7 +21,10 @@
  * objects/session/state.ts). A kept row still counts: the session can start a turn on it at any
  * moment. The limiter asks about it like any other at the limit, and, once it has been kept
  * KEEP_ASK_MS, beside the next acquire, so rows of sessions that went quiet do not pile up; a
- * session asked about a kept slot gives it up (its next turn asks again).
+ * session asked about a kept slot gives it up (its next turn asks again). A session keeps its row
+ * only while the tenant runs at most half its limit, so while it runs more, kept rows cost other
+ * sessions theirs: every turn of those asks and gives back. Then a row is asked about once it has
+ * been kept KEEP_ASK_BUSY_MS, and the rows of sessions that went quiet make room within a second.
  *
  * Tested in test/node/limits/tenant-limits.test.ts (sql.js, fake clock) and against a killed
  * `wrangler dev` in test/node/integration/leases.test.ts.
@@ -49,6 +52,9 @@ export const RECHECK_MS = 2_000;
 
 /** How long a kept row (`keep`) stays before the next acquire puts it to its session object. */
 export const KEEP_ASK_MS = 30_000;
+
+/** The same while the tenant runs more than half its limit, where sessions no longer keep rows. */
+export const KEEP_ASK_BUSY_MS = 1_000;
 
 export interface LimitSettings {
   /** Sustained requests per second; 0 turns rate limiting off. */
@@ -108,8 +114,9 @@ export class TenantLimits {
   async acquire(s: LimitSettings, session: string, owner: string, nowMs: number, isRunning: IsRunning): Promise<LeaseOutcome> {
     this._flushReleased();
     if (this._tryTake(s, session, owner, nowMs)) {
-      this._askKept(nowMs, isRunning);
-      return { ok: true, running: this.running() };
+      const running = this.running();
+      this._askKept(nowMs, isRunning, s.maxConcurrent > 0 && running * 2 > s.maxConcurrent ? KEEP_ASK_BUSY_MS : KEEP_ASK_MS);
+      return { ok: true, running };
     }
     await this._reconcile(nowMs, isRunning);
     this._flushReleased();
@@ -145,13 +152,13 @@ export class TenantLimits {
   }
 
   /**
-   * Puts each row kept KEEP_ASK_MS or longer to its session, beside the acquire that found it (not
+   * Puts each row kept `afterMs` or longer to its session, beside the acquire that found it (not
    * awaited): one the session no longer keeps or runs is dropped; one it runs a turn on again
    * counts on as a running turn's row.
    */
-  private _askKept(nowMs: number, isRunning: IsRunning): void {
+  private _askKept(nowMs: number, isRunning: IsRunning, afterMs: number): void {
     for (const [session, k] of this._kept) {
-      if (nowMs - k.sinceMs < KEEP_ASK_MS) continue;
+      if (nowMs - k.sinceMs < afterMs) continue;
       this._kept.delete(session);
       void isRunning(session, k.owner).then(
         (running) => {

@@ -1,6 +1,6 @@
 /** The per-tenant rate bucket and execution leases (objects/limits), on sql.js with a fake clock. */
 import { describe, expect, it } from "vitest";
-import { KEEP_ASK_MS, type LimitSettings, RECHECK_MS, TenantLimits } from "../../../objects/limits/tenant-limits.js";
+import { KEEP_ASK_BUSY_MS, KEEP_ASK_MS, type LimitSettings, RECHECK_MS, TenantLimits } from "../../../objects/limits/tenant-limits.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
 const settings: LimitSettings = { ratePerSecond: 10, burst: 3, maxConcurrent: 2 };
@@ -148,6 +148,28 @@ describe("TenantLimits", () => {
       await l.acquire(wide, "s4", "d", 10 + 2 * KEEP_ASK_MS, o.isRunning);
       await settle();
       expect(o.asked).toEqual(["s1:a"]);
+    });
+
+    it("while the tenant runs more than half its limit, a kept row is put to its session once kept KEEP_ASK_BUSY_MS", async () => {
+      const l = new TenantLimits(createTestDb());
+      const o = objects(new Set(["s2:b", "s3:c", "s4:d", "s5:e", "s6:f"]));
+      await l.acquire(wide, "s1", "a", 0, o.isRunning);
+      l.keep("s1", "a", 0);
+      // Half the limit (4 of 8), due for a busy tenant: nobody is asked.
+      for (const [s, owner] of [["s2", "b"], ["s3", "c"], ["s4", "d"]] as const) await l.acquire(wide, s, owner, KEEP_ASK_BUSY_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual([]);
+      expect(l.running()).toBe(4);
+      // More than half, not yet due: nobody is asked.
+      await l.acquire(wide, "s5", "e", KEEP_ASK_BUSY_MS - 1, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual([]);
+      // More than half and due: s1 went quiet, so its row goes and makes room.
+      await l.acquire(wide, "s6", "f", KEEP_ASK_BUSY_MS, o.isRunning);
+      await settle();
+      expect(o.asked).toEqual(["s1:a"]);
+      expect(l.kept).toBe(0);
+      expect(l.running()).toBe(5);
     });
 
     it("a kept row its session runs a turn on again stays counted", async () => {
