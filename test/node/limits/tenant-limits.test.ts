@@ -156,7 +156,7 @@ describe("TenantLimits", () => {
       await l.acquire(wide, "s1", "a", 0, o.isRunning);
       l.keep("s1", "a", 0);
       // Half the limit (4 of 8), due for a busy tenant: nobody is asked.
-      for (const [s, owner] of [["s2", "b"], ["s3", "c"], ["s4", "d"]] as const) await l.acquire(wide, s, owner, KEEP_ASK_BUSY_MS, o.isRunning);
+      for (const s of ["s2:b", "s3:c", "s4:d"]) await l.acquire(wide, s.split(":")[0]!, s.split(":")[1]!, KEEP_ASK_BUSY_MS, o.isRunning);
       await settle();
       expect(o.asked).toEqual([]);
       expect(l.running()).toBe(4);
