@@ -6,6 +6,7 @@
  * Rows (BENCH_ONLY=name,name runs a subset):
  *   append       journal append vs a plain SQLite insert of the same bytes, same object
  *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
+ *   anatomy      the server's CPU per request (from /proc), from a Worker-only request to a chat turn
  *   log-line     what one structured log line adds to a request (a turn writes two: rpc, placement)
  *   replay       Replay of 10k records of ~300 B (binary) vs reading the same rows in an object
  *   verify       Audit.Verify (no replay) and `agentctl verify`, records/s
@@ -29,6 +30,8 @@ import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, interleaved, median, percentile, post, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
 import { nodeFetch } from "../sdk/node/index.js";
+import type { DevServer } from "../scripts/dev-server.js";
+import { cpuTimes, groupPids, wranglerGroupOf } from "./peers/processes.js";
 
 const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
@@ -72,6 +75,70 @@ const rows: Record<string, Row> = {
     const t = await interleaved(Math.max(ROUNDS, 60), actions);
     console.log(`echo-turn: Exec ${fmt(median(t.turn!), 2)} ms, bare five-row request ${fmt(median(t.five!), 2)} ms`);
     summary("echo-turn", median(t.turn!) / median(t.five!), "<=1.3");
+  },
+
+  /**
+   * Where an echo turn's CPU goes: the CPU of every process of the server (its workerd processes
+   * and wrangler's Node process, from /proc) per request, for requests that stop at each step of
+   * the turn's way. Wall times (echo-turn above) move with whatever else the machine runs; CPU
+   * moves less. Clock ticks are 10 ms, so each figure is the CPU of all its requests over all
+   * rounds ÷ their number, the rounds alternating the kinds so that drift meets each alike.
+   */
+  async anatomy(u, c) {
+    const group = wranglerGroupOf(host!.persistDir);
+    const cpu = () => {
+      let ms = 0;
+      for (const t of cpuTimes(groupPids(group)).values()) ms += t.cpuMs;
+      return ms;
+    };
+    const call = async (path: string, method = "POST") => {
+      const r = await nodeFetch(u + path, { method, redirect: "manual" });
+      await r.arrayBuffer();
+    };
+    const echo = (await c.create({ name: "bench-anatomy-echo" })).metadata!.uid;
+    const chat = (await c.create({ name: "bench-anatomy-chat", harness: "chat", model: "echo" })).metadata!.uid;
+    const refused = (f: () => Promise<unknown>) => () =>
+      f().then(
+        () => {
+          throw new Error("anatomy: a request meant to be refused was served");
+        },
+        (e: unknown) => {
+          if (!(e instanceof Error) || !/invalid_argument|not_found/.test(e.message)) throw e;
+        },
+      );
+    const kinds: Record<string, { label: string; run: () => Promise<unknown> }> = {
+      worker: { label: "a request the Worker answers alone (/healthz)", run: () => call("/healthz", "GET") },
+      checked: {
+        label: "an Exec the Worker refuses after its checks (a malformed uid)",
+        run: refused(() => c.exec({ session: "sess-malformed", inputs: ["x"] })),
+      },
+      object: {
+        label: "an Exec the object refuses before any work (an unknown harness)",
+        run: refused(() => c.exec({ session: echo, inputs: ["x"], harness: "no-such-harness" })),
+      },
+      five: { label: "one call into an object that appends five rows (/_bench/five)", run: () => call("/_bench/five") },
+      echo: { label: "an echo turn", run: () => c.exec({ session: echo, inputs: ["hello there"] }) },
+      chat: { label: "a chat turn with the host's echo model", run: () => c.exec({ session: chat, inputs: ["hello there"] }) },
+    };
+    const batch = 80;
+    const per: Record<string, number[]> = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+    for (const k of Object.values(kinds)) for (let i = 0; i < 50; i++) await k.run();
+    for (let r = 0; r < Math.max(ROUNDS, 24); r++) {
+      for (const [name, k] of Object.entries(kinds)) {
+        const before = cpu();
+        for (let i = 0; i < batch; i++) await k.run();
+        per[name]!.push((cpu() - before) / batch);
+      }
+    }
+    const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length]));
+    console.log(`anatomy: the server's CPU per request (ms, ${per.echo!.length} rounds of ${batch}):`);
+    for (const [name, k] of Object.entries(kinds)) console.log(`  ${fmt(ms[name]!, 2).padStart(6)}  ${k.label}`);
+    summary(
+      "anatomy",
+      ms.echo! / ms.five!,
+      "<=1.3",
+      `echo_turn_cpu_ms=${fmt(ms.echo!, 2)} five_row_call_cpu_ms=${fmt(ms.five!, 2)} chat_turn_cpu_ms=${fmt(ms.chat!, 2)} refused_in_object_cpu_ms=${fmt(ms.object!, 2)} worker_only_cpu_ms=${fmt(ms.worker!, 2)}`,
+    );
   },
 
   async replay(u, c) {
@@ -310,10 +377,13 @@ async function followLatency(c: SessionsClient, followers: number, turns: number
 }
 
 const rowState: { replaySession?: string; replayHead?: number } = {};
+/** The server every row runs against (a row that reads its processes' CPU needs it). */
+let host: DevServer | undefined;
 
 async function main(): Promise<void> {
   console.log("starting wrangler dev with BENCH=1 …");
   const { server, client } = await startBenchHost({ MODEL_BASE_URL: "http://127.0.0.1:9" });
+  host = server;
   try {
     for (const [name, row] of Object.entries(rows)) {
       if (ONLY.size > 0 && !ONLY.has(name)) continue;

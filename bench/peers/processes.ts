@@ -54,6 +54,16 @@ export async function stopGroup(child: ChildProcess, graceMs = 5000): Promise<vo
   for (let i = 0; i < 50 && groupAlive(group); i++) await sleep(100);
 }
 
+/** The wrangler process group that serves `persistDir` (its leader's command line names it). */
+export function wranglerGroupOf(persistDir: string): number {
+  const out = execFileSync("ps", ["-eo", "pid=,pgid=,args="], { encoding: "utf8" });
+  for (const line of out.split("\n")) {
+    const [pid, pgid, ...args] = line.trim().split(/\s+/);
+    if (pid === pgid && args.join(" ").includes(`--persist-to ${persistDir}`)) return Number(pgid);
+  }
+  throw new Error(`no wrangler dev serves ${persistDir}`);
+}
+
 /** The pids of a group's processes named `comm` (e.g. the workerd processes of a wrangler dev), or all of them. */
 export function groupPids(group: number, comm?: string): number[] {
   const out = execFileSync("ps", ["-eo", "pid=,pgid=,comm="], { encoding: "utf8" });

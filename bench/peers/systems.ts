@@ -10,7 +10,7 @@
  * - bare_do: a bare Agents-SDK Durable Object that stores rows with SQL, over HTTP with the same
  *   node:http fetch as ours (the same transport: Node's own fetch would cost it about 1 ms more CPU a turn).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
@@ -20,7 +20,7 @@ import { ROOT, startDevServer } from "../../scripts/dev-server.js";
 import { retryProxy503 } from "../lib.js";
 import { SessionsClient } from "../../sdk/client.js";
 import { nodeFetch } from "../../sdk/node/index.js";
-import { type Cleanup, groupPids, type PeersWorker, stopGroup } from "./processes.js";
+import { type Cleanup, groupPids, type PeersWorker, stopGroup, wranglerGroupOf } from "./processes.js";
 import type { SystemName } from "./stats.js";
 
 export interface PeerSession {
@@ -56,16 +56,6 @@ function doFiles(persistDir: string, classDir?: (name: string) => boolean): stri
     for (const f of readdirSync(join(root, d))) if (/^[0-9a-f]{64}\.sqlite$/.test(f)) out.push(join(root, d, f));
   }
   return out;
-}
-
-/** The wrangler process group that serves `persistDir` (its leader's command line names it). */
-function wranglerGroupOf(persistDir: string): number {
-  const out = execFileSync("ps", ["-eo", "pid=,pgid=,args="], { encoding: "utf8" });
-  for (const line of out.split("\n")) {
-    const [pid, pgid, ...args] = line.trim().split(/\s+/);
-    if (pid === pgid && args.join(" ").includes(`--persist-to ${persistDir}`)) return Number(pgid);
-  }
-  throw new Error(`no wrangler dev serves ${persistDir}`);
 }
 
 export interface Ours extends System {
