@@ -7,7 +7,7 @@
  *   append       journal append vs a plain SQLite insert of the same bytes, same object
  *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
  *   anatomy      the server's CPU per request (from /proc), from a Worker-only request to a chat turn
- *   log-line     what one structured log line adds to a request (a turn writes two: rpc, placement)
+ *   log-line     the server CPU one structured log line adds to a request
  *   replay       Replay of 10k records of ~300 B (binary) vs reading the same rows in an object
  *   verify       Audit.Verify (no replay) and `agentctl verify`, records/s
  *   fork         128 children of a 10k prefix, aggregate records/s vs an insert floor
@@ -55,15 +55,26 @@ const rows: Record<string, Row> = {
     summary("append", a / p, "<=2");
   },
 
+  /**
+   * What one structured log line adds to a request, in the server's CPU (by process, from /proc):
+   * under `wrangler dev` most of it is wrangler's Node process taking the line in, which a
+   * deployment does not have; on a machine with a core to spare, a request's wall time does not
+   * show it at all.
+   */
   async "log-line"(u) {
     const lines = (n: number) => () => post(`${u}/_bench/logs?n=${n}&size=200`);
-    await lines(1)();
-    const t = await interleaved(Math.max(ROUNDS, 30), { none: lines(0), one: lines(1), two: lines(2) });
-    const per = (median(t.two!) - median(t.none!)) / 2;
+    const cpu = await serverCpu({ none: lines(0), ten: lines(10) }, 40, Math.max(ROUNDS, 15));
+    const perLine = (total(cpu.ten!) - total(cpu.none!)) / 10;
+    const node = ((cpu.ten!.node ?? 0) - (cpu.none!.node ?? 0)) / 10;
     console.log(
-      `log-line: a request whose object logs 0, 1, 2 lines: ${fmt(median(t.none!), 2)}, ${fmt(median(t.one!), 2)}, ${fmt(median(t.two!), 2)} ms (${fmt(per, 2)} ms a line)`,
+      `log-line: server CPU ${fmt(total(cpu.none!), 2)} ms for a request whose object logs nothing, ${fmt(total(cpu.ten!), 2)} ms with 10 info lines: ${fmt(perLine, 3)} ms a line, ${fmt(node, 3)} ms of it wrangler's Node process`,
     );
-    summary("log-line", median(t.two!) / median(t.none!), "(measured)", `ms_per_line=${fmt(per, 2)}`);
+    summary(
+      "log-line",
+      (total(cpu.none!) + 2 * perLine) / total(cpu.none!),
+      "(measured)",
+      `cpu_ms_per_line=${fmt(perLine, 3)} wrangler_node_ms_per_line=${fmt(node, 3)}`,
+    );
   },
 
   async "echo-turn"(u, c) {
@@ -81,16 +92,9 @@ const rows: Record<string, Row> = {
    * Where an echo turn's CPU goes: the CPU of every process of the server (its workerd processes
    * and wrangler's Node process, from /proc) per request, for requests that stop at each step of
    * the turn's way. Wall times (echo-turn above) move with whatever else the machine runs; CPU
-   * moves less. Clock ticks are 10 ms, so each figure is the CPU of all its requests over all
-   * rounds ÷ their number, the rounds alternating the kinds so that drift meets each alike.
+   * moves less (serverCpu).
    */
   async anatomy(u, c) {
-    const group = wranglerGroupOf(host!.persistDir);
-    const cpu = () => {
-      let ms = 0;
-      for (const t of cpuTimes(groupPids(group)).values()) ms += t.cpuMs;
-      return ms;
-    };
     const call = async (path: string, method = "POST") => {
       const r = await nodeFetch(u + path, { method, redirect: "manual" });
       await r.arrayBuffer();
@@ -121,17 +125,10 @@ const rows: Record<string, Row> = {
       chat: { label: "a chat turn with the host's echo model", run: () => c.exec({ session: chat, inputs: ["hello there"] }) },
     };
     const batch = 80;
-    const per: Record<string, number[]> = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
-    for (const k of Object.values(kinds)) for (let i = 0; i < 50; i++) await k.run();
-    for (let r = 0; r < Math.max(ROUNDS, 24); r++) {
-      for (const [name, k] of Object.entries(kinds)) {
-        const before = cpu();
-        for (let i = 0; i < batch; i++) await k.run();
-        per[name]!.push((cpu() - before) / batch);
-      }
-    }
-    const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length]));
-    console.log(`anatomy: the server's CPU per request (ms, ${per.echo!.length} rounds of ${batch}):`);
+    const rounds = Math.max(ROUNDS, 24);
+    const cpu = await serverCpu(Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, v.run])), batch, rounds);
+    const ms = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, total(v)]));
+    console.log(`anatomy: the server's CPU per request (ms, ${rounds} rounds of ${batch}):`);
     for (const [name, k] of Object.entries(kinds)) console.log(`  ${fmt(ms[name]!, 2).padStart(6)}  ${k.label}`);
     summary(
       "anatomy",
@@ -375,6 +372,33 @@ async function followLatency(c: SessionsClient, followers: number, turns: number
   await Promise.allSettled(runs);
   return { rel, first };
 }
+
+/**
+ * The CPU of the server's processes (from /proc) per request of each kind, by process name. Each
+ * kind runs in batches of `batch` requests, the kinds alternating, for `rounds` rounds, so that
+ * drift meets each alike; a figure is the CPU of all its requests ÷ their number (clock ticks are
+ * 10 ms, so only a figure over many requests means anything).
+ */
+async function serverCpu(kinds: Record<string, () => Promise<unknown>>, batch: number, rounds: number): Promise<Record<string, Record<string, number>>> {
+  const group = wranglerGroupOf(host!.persistDir);
+  const read = () => {
+    const byName: Record<string, number> = {};
+    for (const t of cpuTimes(groupPids(group)).values()) byName[t.comm] = (byName[t.comm] ?? 0) + t.cpuMs;
+    return byName;
+  };
+  const out: Record<string, Record<string, number>> = Object.fromEntries(Object.keys(kinds).map((k) => [k, {}]));
+  for (const run of Object.values(kinds)) for (let i = 0; i < 50; i++) await run();
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, run] of Object.entries(kinds)) {
+      const before = read();
+      for (let i = 0; i < batch; i++) await run();
+      for (const [comm, ms] of Object.entries(read())) out[name]![comm] = (out[name]![comm] ?? 0) + (ms - (before[comm] ?? 0)) / (batch * rounds);
+    }
+  }
+  return out;
+}
+
+const total = (byProcess: Record<string, number>) => Object.values(byProcess).reduce((a, b) => a + b, 0);
 
 const rowState: { replaySession?: string; replayHead?: number } = {};
 /** The server every row runs against (a row that reads its processes' CPU needs it). */

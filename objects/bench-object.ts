@@ -68,10 +68,13 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
-  /** Writes `n` structured log lines of about `size` bytes, as the session's placement line is written. */
+  /**
+   * Writes `n` structured log lines of about `size` bytes, as the host writes an info line
+   * (objects/log-line.ts: `console.info`), whatever LOG_LEVEL says.
+   */
   logs(n: number, size: number): number {
     const line = JSON.stringify({ level: "info", msg: "bench", detail: "x".repeat(size) });
-    for (let i = 0; i < n; i++) console.log(line);
+    for (let i = 0; i < n; i++) console.info(line);
     return n;
   }
 
