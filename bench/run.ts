@@ -20,6 +20,7 @@
  * BENCH_SESSIONS (10000), BENCH_FORK_CHILDREN (128).
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -62,6 +63,7 @@ const rows: Record<string, Row> = {
    * show it at all.
    */
   async "log-line"(u) {
+    if (!PROC) return console.log("log-line: skipped, it reads CPU times from /proc, which this machine does not have");
     const lines = (n: number) => () => post(`${u}/_bench/logs?n=${n}&size=200`);
     const cpu = await serverCpu({ none: lines(0), ten: lines(10) }, 40, Math.max(ROUNDS, 15));
     const perLine = (total(cpu.ten!) - total(cpu.none!)) / 10;
@@ -95,6 +97,7 @@ const rows: Record<string, Row> = {
    * moves less (serverCpu).
    */
   async anatomy(u, c) {
+    if (!PROC) return console.log("anatomy: skipped, it reads CPU times from /proc, which this machine does not have");
     const call = async (path: string, method = "POST") => {
       const r = await nodeFetch(u + path, { method, redirect: "manual" });
       await r.arrayBuffer();
@@ -397,6 +400,9 @@ async function serverCpu(kinds: Record<string, () => Promise<unknown>>, batch: n
   }
   return out;
 }
+
+/** Whether this machine has /proc (Linux), which serverCpu reads. */
+const PROC = existsSync("/proc/self/stat");
 
 const total = (byProcess: Record<string, number>) => Object.values(byProcess).reduce((a, b) => a + b, 0);
 
