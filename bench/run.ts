@@ -98,8 +98,9 @@ const rows: Record<string, Row> = {
    */
   async anatomy(u, c) {
     if (!PROC) return console.log("anatomy: skipped, it reads CPU times from /proc, which this machine does not have");
-    const call = async (path: string, method = "POST") => {
-      const r = await nodeFetch(u + path, { method, redirect: "manual" });
+    const healthz = async () => {
+      const r = await nodeFetch(`${u}/healthz`, { redirect: "manual" });
+      if (!r.ok) throw new Error(`anatomy: /healthz answered ${r.status}`);
       await r.arrayBuffer();
     };
     const echo = (await c.create({ name: "bench-anatomy-echo" })).metadata!.uid;
@@ -114,7 +115,7 @@ const rows: Record<string, Row> = {
         },
       );
     const kinds: Record<string, { label: string; run: () => Promise<unknown> }> = {
-      worker: { label: "a request the Worker answers alone (/healthz)", run: () => call("/healthz", "GET") },
+      worker: { label: "a request the Worker answers alone (/healthz)", run: healthz },
       checked: {
         label: "an Exec the Worker refuses after its checks (a malformed uid)",
         run: refused(() => c.exec({ session: "sess-malformed", inputs: ["x"] })),
@@ -123,7 +124,7 @@ const rows: Record<string, Row> = {
         label: "an Exec the object refuses before any work (an unknown harness)",
         run: refused(() => c.exec({ session: echo, inputs: ["x"], harness: "no-such-harness" })),
       },
-      five: { label: "one call into an object that appends five rows (/_bench/five)", run: () => call("/_bench/five") },
+      five: { label: "one call into an object that appends five rows (/_bench/five)", run: () => post(`${u}/_bench/five`) },
       echo: { label: "an echo turn", run: () => c.exec({ session: echo, inputs: ["hello there"] }) },
       chat: { label: "a chat turn with the host's echo model", run: () => c.exec({ session: chat, inputs: ["hello there"] }) },
     };

@@ -56,6 +56,14 @@ export const KEEP_ASK_MS = 30_000;
 /** The same while the tenant runs more than half its limit, where sessions no longer keep rows. */
 export const KEEP_ASK_BUSY_MS = 1_000;
 
+/**
+ * Whether a session keeps its row after a turn (`keep`), with `running` rows counted (its own
+ * included) against `limit`: only while the tenant runs at most half its limit, never without one.
+ */
+export function keepsRows(running: number, limit: number): boolean {
+  return limit > 0 && running * 2 <= limit;
+}
+
 export interface LimitSettings {
   /** Sustained requests per second; 0 turns rate limiting off. */
   ratePerSecond: number;
@@ -115,7 +123,8 @@ export class TenantLimits {
     this._flushReleased();
     if (this._tryTake(s, session, owner, nowMs)) {
       const running = this.running();
-      this._askKept(nowMs, isRunning, s.maxConcurrent > 0 && running * 2 > s.maxConcurrent ? KEEP_ASK_BUSY_MS : KEEP_ASK_MS);
+      // Without a limit no session keeps a row, so there is nothing to ask about either way.
+      this._askKept(nowMs, isRunning, keepsRows(running, s.maxConcurrent) ? KEEP_ASK_MS : KEEP_ASK_BUSY_MS);
       return { ok: true, running };
     }
     await this._reconcile(nowMs, isRunning);

@@ -40,6 +40,7 @@ import { isSessionInitialized, migrateSession } from "./schema.js";
 import { DEFAULT_CACHE_MAX_HEAP_BYTES, SessionCache } from "./session-cache.js";
 import { ParseCheckpoints } from "./parse-checkpoint.js";
 import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
+import { keepsRows } from "../limits/tenant-limits.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
 import { LazyTimer } from "../lazy-timer.js";
@@ -441,7 +442,7 @@ export class SessionState {
     }
     live.lease = owner;
     const limit = leases.limit ?? 0;
-    live.keepSlot = leases.keep !== undefined && limit > 0 && r.running !== undefined && r.running * 2 <= limit;
+    live.keepSlot = leases.keep !== undefined && r.running !== undefined && keepsRows(r.running, limit);
     return success(true);
   }
 
