@@ -389,6 +389,9 @@ async function main(cleanup: Cleanup): Promise<void> {
     `transport floors (median): bare HTTP round trip ${formatValue(fl.http)} ms · Worker-only request ${formatValue(fl.worker)} ms · WebSocket message to a DO ${formatValue(fl.ws)} ms · 4 KiB write + fsync on this disk ${formatValue(fl.fsync)} ms`,
   );
   console.log(`serving CPU per turn in the parallel phase, by process (ms, the round with the median total): ${cpuNotes(p)}`);
+  console.log(
+    `parallel throughput by round, in the order run (turns/s): ${[...p].map(([name, r]) => `${name} ${r.throughput.map((v) => formatValue(v)).join(", ")}`).join(" · ")}`,
+  );
   if (storageNotes.length > 0) console.log(`storage growth per turn (B) by Durable Object class or database file: ${storageNotes.join(" · ")}`);
   console.log(
     `machine: ${availableParallelism()} cores, Node ${process.version}; 1-minute load average over the phases ${formatValue(Math.min(...loads))}–${formatValue(Math.max(...loads))}`,
