@@ -9,6 +9,9 @@
  *
  * The profilers slow what they watch (the CPU profile's per-turn times are above what `npm run
  * bench` measures); compare runs of this script with each other, not with the other benches.
+ * Under workerd the CPU sampler is late and its samples gather on calls into native code
+ * (docs/platform.md P20): a function's share is a lead to time it in a loop, not its cost. The
+ * heap profile has no such bias.
  * The Worker and every Durable Object share one isolate under `wrangler dev`, so both show.
  *
  * PROFILE_HARNESS: chat (the `chat` harness with the host's `echo` model; the default) or echo.
@@ -200,7 +203,7 @@ async function main(): Promise<void> {
       console.log(`  garbage collection ${share(c.gc)} of the busy samples, native code outside JavaScript ${share(c.program)}`);
       for (const k of ["(idle)", "(garbage collector)", "(program)", "(root)"]) c.self.delete(k);
       console.log(
-        `\nfunctions on top of the stack, as a share of the busy samples (native calls such as SQL's exec count as their own):\n${top(c.self, share)}`,
+        `\nfunctions on top of the stack, as a share of the busy samples (biased toward native calls such as SQL's exec: time one in a loop before acting on it):\n${top(c.self, share)}`,
       );
 
       const h = heapSummary(heap.head);
