@@ -68,6 +68,12 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
+  /** The five-row call answering with `size` bytes, the way a session object answers a turn whole. */
+  fiveAnswering(size: number): { ok: true; whole: Uint8Array } {
+    this.plain(5, 40);
+    return { ok: true, whole: new Uint8Array(size).fill(7) };
+  }
+
   /**
    * Writes `n` structured log lines of about `size` bytes, as the host writes an info line
    * (objects/log-line.ts: `console.info`), whatever LOG_LEVEL says.

@@ -2,9 +2,10 @@
  * Benchmark routes, served only when the BENCH var is "1" (bench/run.ts sets it); never part of a
  * deployment. Each route is one call into a BenchObject, timed by the caller.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
-import { directoryStub, type Env } from "../objects/index.js";
-import { SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { directoryStub, type Env, sessionStub } from "../objects/index.js";
+import { CreateSessionRequestSchema, ExecRequestSchema, SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { userText } from "../proto/messages.js";
 import { DEFAULT_TENANT, mintSessionUid } from "../proto/ids.js";
 
 /** Lists `n` sessions in `project` of the default tenant's Directory, as rows only (ListSessions' cost). */
@@ -23,12 +24,110 @@ async function seedDirectory(env: Env, project: string, n: number): Promise<numb
   return n;
 }
 
-export async function serveBench(req: Request, env: Env): Promise<Response> {
+type Entry = (req: Request, env: Env, ctx: ExecutionContext) => Promise<Response>;
+
+/** One Connect message in its envelope (flags 0), as a streaming request carries it. */
+function enveloped(message: Uint8Array): Uint8Array {
+  const out = new Uint8Array(5 + message.length);
+  new DataView(out.buffer).setUint32(1, message.length);
+  out.set(message, 5);
+  return out;
+}
+
+const RPC = "/agentsessions.v1.Sessions/";
+const STREAM = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
+/** Requests per session in the loop's turns: each session's first is made untimed. */
+const LOOP_TURNS_PER_SESSION = 200;
+/** As many bytes as an echo turn's answer, for the five-row call that answers like one. */
+const ECHO_ANSWER_BYTES = 1300;
+
+/**
+ * The loop's kinds: each makes one request, or one call into an object, the way its name says.
+ * `session` is the kind's session for those that need one (opened by the loop).
+ */
+interface LoopKind {
+  harness?: "echo" | "chat";
+  run(i: number, session: string): Promise<unknown>;
+}
+
+/**
+ * `n` requests of one kind made inside this isolate through the Worker's own entry (`entry`, the
+ * default export's fetch), one after another, and the microseconds each took: what a request
+ * costs the Worker and its objects without the HTTP server, wrangler's proxy and the client.
+ * `bench/run.ts` (the `loop` row) says what each kind stops at.
+ */
+async function loop(entry: Entry, env: Env, ctx: ExecutionContext, outer: Request, kind: string, n: number): Promise<Response> {
+  // The inner requests go to the outer one's address (AUTH_MODE=none serves loopback addresses only).
+  const origin = new URL(outer.url).origin;
+  const call = (path: string, init: { headers: Record<string, string>; body: Uint8Array }) =>
+    entry(new Request(`${origin}${RPC}${path}`, { method: "POST", ...init }), env, ctx);
+  const execBytes = (session: string, i: number, harness = "") =>
+    toBinary(ExecRequestSchema, create(ExecRequestSchema, { session, harness, inputs: [userText(`loop ${i}`)] }));
+  const drained = async (r: Response, least: number) => {
+    const bytes = (await r.arrayBuffer()).byteLength;
+    if (r.status !== 200 || bytes < least) throw new Error(`bench loop: ${kind} answered ${r.status} with ${bytes} bytes`);
+  };
+  const bench = env.BENCH_OBJECT.get(env.BENCH_OBJECT.idFromName("bench-loop"));
+  const object = (session: string) => sessionStub(env, DEFAULT_TENANT, session);
+  const kinds: Record<string, LoopKind> = {
+    health: { run: async () => drained(await entry(new Request(`${origin}/healthz`), env, ctx), 1) },
+    "worker-refuses": { run: async (i) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes("not a uid", i)) }), 1) },
+    "object-refuses": { run: async (i) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes("sess-000000000000000000000000", i)) }), 1) },
+    five: { run: () => bench.five() },
+    "five-bytes": { run: () => bench.fiveAnswering(ECHO_ANSWER_BYTES) },
+    "unknown-harness": {
+      harness: "echo",
+      run: async (i, session) => {
+        const start = await object(session).exec(execBytes(session, i, "not-served"), "", true, true);
+        if (start.ok) throw new Error("bench loop: a harness that is not served ran a turn");
+      },
+    },
+    "object-echo": {
+      harness: "echo",
+      run: async (i, session) => {
+        const start = await object(session).exec(execBytes(session, i), "", true, true);
+        if (!start.ok || !("whole" in start)) throw new Error(`bench loop: the object answered ${start.ok ? "a stream" : start.message}`);
+      },
+    },
+    echo: { harness: "echo", run: async (i, session) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes(session, i)) }), 200) },
+    chat: { harness: "chat", run: async (i, session) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes(session, i)) }), 200) },
+  };
+  const k = kinds[kind];
+  if (!k) return new Response(`unknown loop kind ${JSON.stringify(kind)}: one of ${Object.keys(kinds).join(", ")}`, { status: 400 });
+  const open = async (harness: string): Promise<string> => {
+    const body = toBinary(
+      CreateSessionRequestSchema,
+      create(CreateSessionRequestSchema, { session: { metadata: { name: "bench-loop" }, harness, model: harness === "chat" ? "echo" : "" } }),
+    );
+    const r = await call("CreateSession", { headers: { "content-type": "application/proto" }, body });
+    if (r.status !== 200) throw new Error(`bench loop: CreateSession answered ${r.status}: ${await r.text()}`);
+    return fromBinary(SessionSchema, new Uint8Array(await r.arrayBuffer())).metadata!.uid;
+  };
+  let session = "";
+  let timedMs = 0;
+  let timed = 0;
+  for (let i = 0; i < n; i++) {
+    const first = k.harness !== undefined && i % LOOP_TURNS_PER_SESSION === 0;
+    if (first) session = await open(k.harness!);
+    // Date.now() moves only between I/O inside workerd: every request here waits on some.
+    const t = Date.now();
+    await k.run(i, session);
+    if (first) continue;
+    timedMs += Date.now() - t;
+    timed++;
+  }
+  return Response.json({ kind, n: timed, us: (timedMs * 1000) / Math.max(1, timed) });
+}
+
+export async function serveBench(req: Request, env: Env, entry?: Entry, ctx?: ExecutionContext): Promise<Response> {
   const url = new URL(req.url);
   const stub = env.BENCH_OBJECT.get(env.BENCH_OBJECT.idFromName(url.searchParams.get("object") ?? "bench"));
   const n = Number(url.searchParams.get("n") ?? "1000");
   const size = Number(url.searchParams.get("size") ?? "300");
   switch (url.pathname) {
+    case "/_bench/loop":
+      if (!entry || !ctx) return new Response("the loop needs the Worker's entry", { status: 500 });
+      return loop(entry, env, ctx, req, url.searchParams.get("kind") ?? "", n);
     case "/_bench/append":
       return Response.json({ head: await stub.append(n, size) });
     case "/_bench/logs":

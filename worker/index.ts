@@ -40,7 +40,7 @@ const routes = {
       await discardBody(req, guards.limits.maxRequestBytes);
       return unauthenticated(who);
     }
-    if (url.pathname.startsWith("/_bench/") && env.BENCH === "1" && auth.mode === "none") return serveBench(req, env);
+    if (url.pathname.startsWith("/_bench/") && env.BENCH === "1" && auth.mode === "none") return serveBench(req, env, entry, ctx);
     await discardBody(req, guards.limits.maxRequestBytes);
     return Response.json(
       { code: "not_found", message: `no route for ${req.method} ${url.pathname}; RPCs live at /agentsessions.v1.Sessions/<Method>` },
@@ -50,9 +50,11 @@ const routes = {
 };
 
 // CORS around every route; preflights are answered first, before authentication (worker/cors.ts).
-export default {
-  fetch: (req, env, ctx) => serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env, ctx)),
-} satisfies ExportedHandler<Env>;
+function entry(req: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  return serveWithCors(env.CORS_ALLOWED_ORIGINS, req, () => routes.fetch(req, env, ctx));
+}
+
+export default { fetch: entry } satisfies ExportedHandler<Env>;
 
 function unauthenticated(who: { code: Code; message: string }): Response {
   return Response.json({ code: codeToString(who.code), message: who.message }, { status: codeToHttpStatus(who.code) });
