@@ -7,6 +7,7 @@
  *   append       journal append vs a plain SQLite insert of the same bytes, same object
  *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
  *   anatomy      the server's CPU per request (from /proc), from a Worker-only request to a chat turn
+ *   inside       the same steps timed inside the server's isolate, without HTTP, proxy or client
  *   log-line     the server CPU one structured log line adds to a request
  *   replay       Replay of 10k records of ~300 B (binary) vs reading the same rows in an object
  *   verify       Audit.Verify (no replay) and `agentctl verify`, records/s
@@ -43,6 +44,19 @@ const CHILDREN = Number(process.env.BENCH_FORK_CHILDREN ?? 128);
 const text300 = (i: number) => `${i} `.padEnd(280, "x");
 
 type Row = (u: string, c: SessionsClient) => Promise<void>;
+
+/** The kinds of /_bench/loop (worker/bench.ts), in the order the inside row runs them. */
+const LOOP_KINDS: Record<string, string> = {
+  health: "a request the Worker answers alone (/healthz)",
+  "worker-refuses": "an Exec the Worker refuses after its checks (a malformed uid)",
+  "object-refuses": "an Exec the session object refuses (no such session)",
+  "unknown-harness": "a call straight into a session object that refuses an unknown harness",
+  five: "a call into an object that appends five rows",
+  "five-bytes": "the same, answering with as many bytes as an echo turn's answer",
+  "object-echo": "an echo turn called straight into its session object",
+  echo: "an echo turn through the Worker",
+  chat: "a chat turn with the host's echo model through the Worker",
+};
 
 const rows: Record<string, Row> = {
   async append(u) {
@@ -139,6 +153,30 @@ const rows: Record<string, Row> = {
       ms.echo! / ms.five!,
       "<=1.3",
       `echo_turn_cpu_ms=${fmt(ms.echo!, 2)} five_row_call_cpu_ms=${fmt(ms.five!, 2)} chat_turn_cpu_ms=${fmt(ms.chat!, 2)} refused_in_object_cpu_ms=${fmt(ms.object!, 2)} worker_only_cpu_ms=${fmt(ms.worker!, 2)}`,
+    );
+  },
+
+  /**
+   * The same steps as the anatomy row, timed inside the server's isolate: the Worker makes each
+   * request to its own entry in a loop (/_bench/loop), so no HTTP server, proxy or client is in
+   * the time. What each kind stops at is in LOOP_KINDS.
+   */
+  async inside(u) {
+    const n = 400;
+    const kinds = Object.keys(LOOP_KINDS);
+    const once = async (kind: string, count: number) =>
+      JSON.parse(new TextDecoder().decode(await post(`${u}/_bench/loop?kind=${kind}&n=${count}`))) as { us: number };
+    for (const k of kinds) await once(k, 200); // warm-up, discarded
+    const t: Record<string, number[]> = {};
+    for (let r = 0; r < ROUNDS; r++) for (const k of kinds) (t[k] ??= []).push((await once(k, n)).us);
+    const us = Object.fromEntries(kinds.map((k) => [k, median(t[k]!)]));
+    console.log(`inside: microseconds per request inside the isolate (medians of ${ROUNDS} rounds of ${n}):`);
+    for (const [k, label] of Object.entries(LOOP_KINDS)) console.log(`  ${fmt(us[k]!, 0).padStart(5)}  ${label}`);
+    summary(
+      "inside",
+      us.echo! / us.five!,
+      "(measured)",
+      `echo_us=${fmt(us.echo!, 0)} five_us=${fmt(us.five!, 0)} object_echo_us=${fmt(us["object-echo"]!, 0)} object_call_us=${fmt(us["unknown-harness"]!, 0)} worker_refuses_us=${fmt(us["worker-refuses"]!, 0)}`,
     );
   },
 
