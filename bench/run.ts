@@ -50,6 +50,7 @@ const LOOP_KINDS: Record<string, string> = {
   health: "a request the Worker answers alone (/healthz)",
   "worker-refuses": "an Exec the Worker refuses after its checks (a malformed uid)",
   "object-refuses": "an Exec the session object refuses (no such session)",
+  "object-noop": "a call into an object that does nothing",
   "unknown-harness": "a call straight into a session object that refuses an unknown harness",
   five: "a call into an object that appends five rows",
   "five-bytes": "the same, answering with as many bytes as an echo turn's answer",

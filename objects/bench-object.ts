@@ -68,6 +68,11 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
+  /** A call that does nothing: what a call into an object costs by itself. */
+  noop(): number {
+    return 0;
+  }
+
   /** The five-row call answering with `size` bytes, the way a session object answers a turn whole. */
   fiveAnswering(size: number): { ok: true; whole: Uint8Array } {
     this.plain(5, 40);

@@ -40,7 +40,7 @@ describe("the in-isolate loop with BENCH=1", () => {
   });
 
   it("calls a session object straight, and the five-row floor, without touching the listing", async () => {
-    for (const kind of ["object-echo", "five", "five-bytes", "unknown-harness", "object-refuses", "worker-refuses", "health"]) {
+    for (const kind of ["object-echo", "object-noop", "five", "five-bytes", "unknown-harness", "object-refuses", "worker-refuses", "health"]) {
       const r = await fetch(`${host.url}/_bench/loop?kind=${kind}&n=2`, { method: "POST" });
       expect(r.status, kind).toBe(200);
       expect(await r.json()).toMatchObject({ kind });
