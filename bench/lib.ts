@@ -22,6 +22,14 @@ export async function startBenchHost(vars: Record<string, string> = {}): Promise
   return { server, client: new SessionsClient({ server: server.url, fetch: nodeFetch }) };
 }
 
+/** A positive whole number from the environment variable `name`, else `fallback`; anything else is refused with its name. */
+export function wholeFromEnv(name: string, fallback: number): number {
+  const v = process.env[name];
+  const n = v === undefined || v === "" ? fallback : Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(v)}`);
+  return n;
+}
+
 export async function timed(f: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await f();

@@ -25,20 +25,13 @@ import WebSocket from "ws";
 import { startDevServer } from "../scripts/dev-server.js";
 import { SessionsClient } from "../sdk/client.js";
 import { nodeFetch } from "../sdk/node/index.js";
-import { fmt } from "./lib.js";
-
-function whole(name: string, fallback: number): number {
-  const v = process.env[name];
-  const n = v === undefined || v === "" ? fallback : Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(v)}`);
-  return n;
-}
+import { fmt, wholeFromEnv } from "./lib.js";
 
 const HARNESS = process.env.PROFILE_HARNESS ?? "chat";
 if (HARNESS !== "chat" && HARNESS !== "echo") throw new Error(`PROFILE_HARNESS must be chat or echo, not ${JSON.stringify(HARNESS)}`);
-const TURNS = whole("PROFILE_TURNS", 1000);
-const PARALLEL = whole("PROFILE_PARALLEL", 1);
-const TOP = whole("PROFILE_TOP", 25);
+const TURNS = wholeFromEnv("PROFILE_TURNS", 1000);
+const PARALLEL = wholeFromEnv("PROFILE_PARALLEL", 1);
+const TOP = wholeFromEnv("PROFILE_TOP", 25);
 const OUT = process.env.PROFILE_OUT ? resolve(process.env.PROFILE_OUT) : undefined;
 /** Turns a session runs before the next one opens: sessions stay short, as most are. */
 const TURNS_PER_SESSION = 200;

@@ -7,6 +7,7 @@ import { directoryStub, type Env, sessionStub } from "../objects/index.js";
 import { CreateSessionRequestSchema, ExecRequestSchema, SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../proto/messages.js";
 import { DEFAULT_TENANT, mintSessionUid } from "../proto/ids.js";
+import { envelopeFrame } from "../proto/record-envelopes.js";
 
 /** Lists `n` sessions in `project` of the default tenant's Directory, as rows only (ListSessions' cost). */
 async function seedDirectory(env: Env, project: string, n: number): Promise<number> {
@@ -25,14 +26,6 @@ async function seedDirectory(env: Env, project: string, n: number): Promise<numb
 }
 
 type Entry = (req: Request, env: Env, ctx: ExecutionContext) => Promise<Response>;
-
-/** One Connect message in its envelope (flags 0), as a streaming request carries it. */
-function enveloped(message: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + message.length);
-  new DataView(out.buffer).setUint32(1, message.length);
-  out.set(message, 5);
-  return out;
-}
 
 const RPC = "/agentsessions.v1.Sessions/";
 const STREAM = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
@@ -54,7 +47,7 @@ interface LoopKind {
  * `n` requests of one kind made inside this isolate through the Worker's own entry (`entry`, the
  * default export's fetch), one after another, and the microseconds each took: what a request
  * costs the Worker and its objects without the HTTP server, wrangler's proxy and the client.
- * `bench/run.ts` (the `loop` row) says what each kind stops at.
+ * `bench/run.ts` (the `inside` row) says what each kind stops at.
  */
 async function loop(entry: Entry, env: Env, ctx: ExecutionContext, outer: Request, kind: string, n: number): Promise<Response> {
   // The inner requests go to the outer one's address (AUTH_MODE=none serves loopback addresses only).
@@ -67,12 +60,15 @@ async function loop(entry: Entry, env: Env, ctx: ExecutionContext, outer: Reques
     const bytes = (await r.arrayBuffer()).byteLength;
     if (r.status !== 200 || bytes < least) throw new Error(`bench loop: ${kind} answered ${r.status} with ${bytes} bytes`);
   };
+  /** An Exec through the Worker, as a Connect streaming client sends it, answered with at least `least` bytes. */
+  const exec = async (session: string, i: number, least: number) =>
+    drained(await call("Exec", { headers: STREAM, body: envelopeFrame(0, execBytes(session, i)) }), least);
   const bench = env.BENCH_OBJECT.get(env.BENCH_OBJECT.idFromName("bench-loop"));
   const object = (session: string) => sessionStub(env, DEFAULT_TENANT, session);
   const kinds: Record<string, LoopKind> = {
     health: { run: async () => drained(await entry(new Request(`${origin}/healthz`), env, ctx), 1) },
-    "worker-refuses": { run: async (i) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes("not a uid", i)) }), 1) },
-    "object-refuses": { run: async (i) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes("sess-000000000000000000000000", i)) }), 1) },
+    "worker-refuses": { run: (i) => exec("not a uid", i, 1) },
+    "object-refuses": { run: (i) => exec("sess-000000000000000000000000", i, 1) },
     "object-noop": { run: () => bench.noop() },
     five: { run: () => bench.five() },
     "five-bytes": { run: () => bench.fiveAnswering(ECHO_ANSWER_BYTES) },
@@ -90,8 +86,8 @@ async function loop(entry: Entry, env: Env, ctx: ExecutionContext, outer: Reques
         if (!start.ok || !("whole" in start)) throw new Error(`bench loop: the object answered ${start.ok ? "a stream" : start.message}`);
       },
     },
-    echo: { harness: "echo", run: async (i, session) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes(session, i)) }), 200) },
-    chat: { harness: "chat", run: async (i, session) => drained(await call("Exec", { headers: STREAM, body: enveloped(execBytes(session, i)) }), 200) },
+    echo: { harness: "echo", run: (i, session) => exec(session, i, 200) },
+    chat: { harness: "chat", run: (i, session) => exec(session, i, 200) },
   };
   const k = kinds[kind];
   if (!k) return new Response(`unknown loop kind ${JSON.stringify(kind)}: one of ${Object.keys(kinds).join(", ")}`, { status: 400 });
@@ -120,14 +116,13 @@ async function loop(entry: Entry, env: Env, ctx: ExecutionContext, outer: Reques
   return Response.json({ kind, n: timed, us: (timedMs * 1000) / Math.max(1, timed) });
 }
 
-export async function serveBench(req: Request, env: Env, entry?: Entry, ctx?: ExecutionContext): Promise<Response> {
+export async function serveBench(req: Request, env: Env, entry: Entry, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(req.url);
   const stub = env.BENCH_OBJECT.get(env.BENCH_OBJECT.idFromName(url.searchParams.get("object") ?? "bench"));
   const n = Number(url.searchParams.get("n") ?? "1000");
   const size = Number(url.searchParams.get("size") ?? "300");
   switch (url.pathname) {
     case "/_bench/loop":
-      if (!entry || !ctx) return new Response("the loop needs the Worker's entry", { status: 500 });
       return loop(entry, env, ctx, req, url.searchParams.get("kind") ?? "", n);
     case "/_bench/append":
       return Response.json({ head: await stub.append(n, size) });

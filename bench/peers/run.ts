@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { nodeFetch } from "../../sdk/node/index.js";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
+import { wholeFromEnv } from "../lib.js";
 import { ensurePeersInstalled } from "./install.js";
 import { Cleanup, cpuTimes, startFloorServer, startPeersWorker } from "./processes.js";
 import { formatTable, formatValue, median, type Metric, percentile, roundOrder, type SystemName, summaryLine } from "./stats.js";
@@ -27,27 +28,20 @@ import { aiChat, bareDo, type PeerSession, startLangGraph, startOurs, type Syste
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-function whole(name: string, fallback: number): number {
-  const v = process.env[name];
-  const n = v === undefined || v === "" ? fallback : Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(v)}`);
-  return n;
-}
-
 const cfg = {
-  freshRounds: whole("PEERS_FRESH_ROUNDS", 8),
+  freshRounds: wholeFromEnv("PEERS_FRESH_ROUNDS", 8),
   freshTurns: 20,
   levels: (process.env.PEERS_LEVELS ?? "1000,5000")
     .split(",")
     .map((s) => Number(s.trim()))
     .filter((n) => n > 0)
     .sort((a, b) => a - b),
-  levelTurns: whole("PEERS_LEVEL_TURNS", 9),
-  parallel: whole("PEERS_PARALLEL", 16),
-  parallelTurns: whole("PEERS_PARALLEL_TURNS", 30),
-  parallelRounds: whole("PEERS_PARALLEL_ROUNDS", 3),
-  fsyncTurns: whole("PEERS_FSYNC_TURNS", 50),
-  floorSamples: whole("PEERS_FLOOR_SAMPLES", 200),
+  levelTurns: wholeFromEnv("PEERS_LEVEL_TURNS", 9),
+  parallel: wholeFromEnv("PEERS_PARALLEL", 16),
+  parallelTurns: wholeFromEnv("PEERS_PARALLEL_TURNS", 30),
+  parallelRounds: wholeFromEnv("PEERS_PARALLEL_ROUNDS", 3),
+  fsyncTurns: wholeFromEnv("PEERS_FSYNC_TURNS", 50),
+  floorSamples: wholeFromEnv("PEERS_FLOOR_SAMPLES", 200),
   oursLogLevel: process.env.PEERS_OURS_LOG_LEVEL ?? "warn",
 };
 /** Storage is the growth between these two points of the long session (fixed overhead left out). */
