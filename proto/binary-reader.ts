@@ -18,6 +18,7 @@
 import { type DescField, type DescMessage, fromBinary, type MessageShape, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { heldAsJson, WRAPPER_TYPES } from "./local-forms.js";
+import "./text-encoding.js";
 
 type Msg = Record<string, unknown>;
 type ReadField = (msg: Msg, r: BinaryReader, wire: WireType, depth: number) => void;

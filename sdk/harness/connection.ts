@@ -17,6 +17,7 @@ import { descriptionOf } from "./errors.js";
 import { TunnelStream } from "./stream.js";
 import { TUNNEL_SUBPROTOCOL } from "../../proto/tunnel-endpoint.js";
 import { SDK_AGENT } from "./version.js";
+import "../../proto/text-encoding.js";
 
 export interface ConnectionOptions {
   /** The ws(s) connect URL, name included (tunnelUrlFromBase). */

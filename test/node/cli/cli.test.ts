@@ -134,6 +134,34 @@ describe("agentctl replay and verify", () => {
     expect(r.lines).toEqual([expect.stringMatching(/^VERIFIED 10 records head=[0-9a-f]{64}$/)]);
   });
 
+  it("verify: a text that begins with a byte order mark keeps it through the host, and its journal verifies there, in agentctl and in an export", async () => {
+    const client = new SessionsClient({ server });
+    const text = "\ufeffsaved with its byte order mark";
+    const uid = (await client.create({ name: "byte order mark" })).metadata!.uid;
+    await client.exec({ session: uid, inputs: [text] });
+    const said: string[] = [];
+    for await (const r of client.replay(uid)) {
+      const b = r.event?.body;
+      const p = b?.case === "message" ? b.value.parts[0]?.part : undefined;
+      if (p?.case === "text") said.push(p.value.text);
+    }
+    expect(said).toEqual([text, `echo:${text}`]);
+    const audit = await client.verify(uid);
+    expect(audit.chainOk).toBe(true);
+    const local = await agentctl([...S, "verify", "--session", uid]);
+    expect(local.code).toBe(0);
+    expect(local.lines).toEqual([expect.stringMatching(/^VERIFIED 5 records head=[0-9a-f]{64}$/)]);
+    const dir = mkdtempSync(join(tmpdir(), "agentsessions-bom-"));
+    try {
+      const file = join(dir, "s.sqlite");
+      expect((await agentctl([...S, "export", "--session", uid, "--out", file])).code).toBe(0);
+      const offline = await agentctl(["verify", "--export", file]);
+      expect(offline.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("verify and export: a progress line on a terminal's stderr, cleared at the end; nothing of it on a pipe or in stdout", async () => {
     const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
     const tty = await agentctl([...S, "verify", "--session", uid], { errIsTty: true });

@@ -39,6 +39,8 @@ const STRINGS = [
   "Zz",
   "ｆｕｌｌ",
   "\t\n\r",
+  // A byte order mark: a string may begin with one, and must keep it.
+  "\ufeff",
 ];
 
 function str(r: Rng): string {
