@@ -26,6 +26,11 @@ class Writer {
   pos = 0;
   /** Whether any message written carried unknown fields. */
   unknown = false;
+  /**
+   * Whether any string written held a lone surrogate, which UTF-8 cannot: it was written as U+FFFD
+   * (TextEncoder's replacement), so the bytes hold a different string than the message.
+   */
+  illFormed = false;
   private readonly _forks: number[] = [];
 
   private ensure(n: number): void {
@@ -95,6 +100,8 @@ class Writer {
   }
 
   string(s: string): this {
+    // Free for a string of one-byte characters, which cannot hold a surrogate.
+    if (!(s as WellFormed).isWellFormed()) this.illFormed = true;
     // UTF-8 takes at most 3 bytes per UTF-16 unit; reserve the length's largest varint first.
     const max = s.length * 3;
     const room = max < 0x80 ? 1 : max < 0x4000 ? 2 : 5;
@@ -184,12 +191,21 @@ export function encodeBinary<Desc extends DescMessage>(schema: Desc, message: Me
   return w.finish();
 }
 
-/** encodeBinary, also saying whether the message (at any depth) carried unknown fields. */
-export function encodeBinaryNotingUnknown<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): { bytes: Uint8Array; unknown: boolean } {
+/**
+ * encodeBinary, also saying whether the message (at any depth) carried unknown fields, and
+ * whether a string held a lone surrogate (its bytes then hold U+FFFD in its place).
+ */
+export function encodeBinaryNoting<Desc extends DescMessage>(
+  schema: Desc,
+  message: MessageShape<Desc>,
+): { bytes: Uint8Array; unknown: boolean; illFormed: boolean } {
   const w = new Writer();
   encoderOf(schema)(w, message as unknown as Msg);
-  return { bytes: w.finish(), unknown: w.unknown };
+  return { bytes: w.finish(), unknown: w.unknown, illFormed: w.illFormed };
 }
+
+/** String.prototype.isWellFormed (ES2024; Node 20 and workerd have it, the es2022 lib does not). */
+type WellFormed = string & { isWellFormed(): boolean };
 
 function encoderOf(desc: DescMessage): Write {
   let enc = compiled.get(desc);

@@ -12,12 +12,13 @@
  * inspector UI hashes the very same string with WebCrypto (chain-check.ts).
  */
 import * as nodeCrypto from "node:crypto";
-import { toJson } from "@bufbuild/protobuf";
+import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { EventSchema, type Event, ModelCallSchema, type ModelCall } from "./gen/agentsessions/v1/common_pb.js";
 import { HarnessSpecSchema, type HarnessSpec } from "./gen/agentsessions/v1/harness_registry_pb.js";
 import { CANONICAL_JSON_OPTIONS as JSON_OPTIONS, canonicalRecordString, jcs } from "./canonical-json.js";
 import { canonicalJsonOf } from "./jcs-writer.js";
-import { encodeBinary, encodeBinaryNotingUnknown } from "./binary-writer.js";
+import { encodeBinary, encodeBinaryNoting } from "./binary-writer.js";
+import { decodeBinary } from "./binary-reader.js";
 import { hexOf } from "./bytes.js";
 import { SHA256_DIRECT, type Sha256State, sha256State } from "./sha256.js";
 
@@ -73,13 +74,26 @@ export function eventToStoredBytes(event: Event): Uint8Array {
 }
 
 /**
- * The stored bytes of an event whose shape is normal (normalize.ts isNormalShape), or undefined
- * when it carries unknown fields after all: then it is not in normal form, and must be normalized
- * and encoded again. Finding them while encoding spares the append a walk of its own.
+ * The stored bytes of an event whose shape is normal (normalize.ts isNormalShape), and what the
+ * encoder found on the way, sparing the append a walk of its own: unknown fields (the event is
+ * not in normal form after all, and must be normalized and encoded again), and strings holding a
+ * lone surrogate (the bytes hold U+FFFD in its place: what is journaled is what they decode to).
  */
-export function storedBytesIfNoUnknown(event: Event): Uint8Array | undefined {
-  const { bytes, unknown } = encodeBinaryNotingUnknown(EventSchema, event);
-  return unknown ? undefined : bytes;
+export function storedForm(event: Event): { bytes: Uint8Array; unknown: boolean; illFormed: boolean } {
+  return encodeBinaryNoting(EventSchema, event);
+}
+
+/**
+ * A message as its encoding holds it: the message itself, unless a string in it holds a lone
+ * surrogate (half of a UTF-16 pair: from a JSON escape, or a text cut between the halves), which
+ * UTF-8 cannot hold. Then it is the message its bytes decode to, with U+FFFD in each one's place,
+ * and map keys that became equal merged as any decoder merges them. Text from outside the host
+ * (a model's answer, a tool's result) passes through this before it is journaled and handed to
+ * the harness, so both see the same text, the one every reader of the journal will see.
+ */
+export function asStored<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): MessageShape<Desc> {
+  const { bytes, illFormed } = encodeBinaryNoting(schema, message);
+  return illFormed ? decodeBinary(schema, bytes) : message;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   EventKind,
   EventSchema,
   Mediation,
+  MessageSchema,
   ModelCallSchema,
   type Event,
   type ModelCall,
@@ -17,7 +18,7 @@ import {
   type ToolResult,
   type Usage,
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { modelInputHash } from "../../proto/canon.js";
+import { asStored, modelInputHash } from "../../proto/canon.js";
 import { mintModelCallId } from "../../proto/ids.js";
 import { assistantText } from "../../proto/messages.js";
 import type { EventSink, ModelRequest, ModelResponse, ToolCallOptions } from "../../runtimes/harness-spi.js";
@@ -158,7 +159,7 @@ export class LiveSink implements EventSink {
   private async _invokeAndRecord(req: ModelRequest, compactThrough?: bigint): Promise<ModelResponse> {
     const onDelta = this._o.onDelta;
     let streamed = false;
-    const res = await this._o.models.invoke(req, {
+    const answered = await this._o.models.invoke(req, {
       signal: this._o.signal,
       onDelta:
         onDelta &&
@@ -168,6 +169,8 @@ export class LiveSink implements EventSink {
         }),
     });
     this._check();
+    // The answer as the journal will hold it, for the harness too (proto/canon.ts asStored).
+    const res = { ...answered, message: asStored(MessageSchema, answered.message) };
     // A streamed completion ends with a "done" delta; an unstreamed one (echo) sends none.
     if (onDelta && streamed) onDelta("", true);
     if (compactThrough !== undefined) {

@@ -17,6 +17,7 @@ import {
   type ToolCall,
   type ToolResult,
 } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { asStored } from "../../proto/canon.js";
 import { ApprovalParkedError, MissingToolExecutorError, ToolCallRefusedError, ToolExecutionError } from "./errors.js";
 import { toolCallRefusal } from "./tool-args.js";
 import type { ToolExecutor } from "./tools.js";
@@ -112,7 +113,11 @@ export async function execute(ctx: ToolContext, call: ToolCall): Promise<ToolRes
   if (!ctx.tools) throw new MissingToolExecutorError();
   const result = await ctx.tools.execute({ sessionUid: ctx.sessionUid, executionId: ctx.executionId, call }, ctx.signal);
   if (ctx.signal.aborted) throw ctx.signal.reason;
-  const receipt = create(ToolResultSchema, { ...result, id: call.id, code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 0n, approvalDecisionSeq: 0n });
+  // The receipt as the journal will hold it, for the harness too (proto/canon.ts asStored).
+  const receipt = asStored(
+    ToolResultSchema,
+    create(ToolResultSchema, { ...result, id: call.id, code: ToolResult_Code.CODE_UNSPECIFIED, approvalRequestSeq: 0n, approvalDecisionSeq: 0n }),
+  );
   await ctx.writer.append([toolEvent(ctx.executionId, EventKind.EVENT_TOOL_RESULT, { case: "result", value: receipt })]);
   return receipt;
 }
@@ -143,12 +148,15 @@ export async function completeGate(
     if (!ctx.tools) throw new MissingToolExecutorError();
     try {
       const result = await ctx.tools.execute({ sessionUid: ctx.sessionUid, executionId: ctx.executionId, call }, ctx.signal);
-      receipt = create(ToolResultSchema, {
-        ...result,
-        id: call.id,
-        code: result.isError ? ToolResult_Code.EXECUTOR_ERROR : ToolResult_Code.CODE_UNSPECIFIED,
-        ...seqs,
-      });
+      receipt = asStored(
+        ToolResultSchema,
+        create(ToolResultSchema, {
+          ...result,
+          id: call.id,
+          code: result.isError ? ToolResult_Code.EXECUTOR_ERROR : ToolResult_Code.CODE_UNSPECIFIED,
+          ...seqs,
+        }),
+      );
     } catch (e) {
       if (!(e instanceof ToolExecutionError)) throw e;
       receipt = create(ToolResultSchema, { id: call.id, isError: true, error: e.message, code: ToolResult_Code.EXECUTOR_ERROR, ...seqs });

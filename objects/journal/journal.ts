@@ -13,8 +13,9 @@
  * Used by objects/session; tested in test/node/journal/journal.test.ts.
  */
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import type { Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
-import { contentDigest, eventToStoredBytes, GENESIS_HASH, storedBytesIfNoUnknown, type ContentHash } from "../../proto/canon.js";
+import { EventSchema, type Event } from "../../proto/gen/agentsessions/v1/common_pb.js";
+import { decodeBinary } from "../../proto/binary-reader.js";
+import { contentDigest, GENESIS_HASH, storedForm, type ContentHash } from "../../proto/canon.js";
 import { isNormalShape, normalizeEvent } from "../../proto/normalize.js";
 import { ChainVerifier, type ChainReport } from "../../proto/verify.js";
 import type { SqlDb, SqlValue } from "../storage/sql.js";
@@ -210,12 +211,20 @@ export class Journal {
         let decoded = isNormalShape(input) ? input : normalizeEvent(input);
         // A copy: the caller's own object is never changed.
         if (this._clock && decoded.ts === undefined) decoded = { ...decoded, ts: timestampOfMs(this._clock()) };
-        let bytes = storedBytesIfNoUnknown(decoded);
-        if (!bytes) {
+        let stored = storedForm(decoded);
+        if (stored.unknown) {
           // Unknown fields (rare: a peer's event decoded by an older schema) are not kept.
           decoded = normalizeEvent(decoded);
-          bytes = eventToStoredBytes(decoded);
+          stored = storedForm(decoded);
         }
+        if (stored.illFormed) {
+          // A lone surrogate (which UTF-8 cannot hold) was written as U+FFFD: the event journaled,
+          // hashed and cached is the one those bytes decode to, as every reader will decode it,
+          // encoded again (map keys that became equal are one entry now).
+          decoded = decodeBinary(EventSchema, stored.bytes);
+          stored = storedForm(decoded);
+        }
+        const bytes = stored.bytes;
         if (bytes.length > this._maxEventBytes) {
           return { ok: false, reason: "too_large", index: i, bytes: bytes.length, limit: this._maxEventBytes };
         }

@@ -105,6 +105,35 @@ describe("chat with a host-executed tool", () => {
     expect(executor.requests.length - execs0).toBe(1);
     expect(await records(uid)).toEqual(rs);
   });
+
+  it("exec: a lone surrogate in the model's answer and in the tool's result is journaled as U+FFFD, the turn completes and replays", async () => {
+    // Half of a UTF-16 pair (an emoji cut in two), sent as JSON escapes: UTF-8, and so protobuf, cannot hold it.
+    const cut = "\ud83d";
+    model.next = (req) => {
+      const result = req.body.messages?.find((m) => m.role === "tool");
+      if (!result)
+        return { kind: "answer", text: `looking ${cut}`, toolCalls: [{ id: "call_cut", name: "lookup", arguments: JSON.stringify({ city: `Nice ${cut}` }) }] };
+      return { kind: "answer", text: `final: ${result.content} ${cut}` };
+    };
+    executor.next = () => ({ kind: "ok", output: { [`k${cut}`]: `v${cut}` }, content: `Nice: 0.3M ${cut}` });
+    const tools = [{ name: "lookup", input_schema: { type: "object", properties: { city: { type: "string" } } } }];
+    const turn = await client.exec({ harness: "chat", inputs: ["population of Nice?"], config: config(tools) });
+    const uid = turn.session.metadata!.uid;
+    expect((await client.get(uid)).execState).toBe(ExecState.EXEC_COMPLETED);
+    const rs = await records(uid);
+    expect(kinds(rs)).toEqual(["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "TOOL_CALL", "TOOL_RESULT", "MODEL_CALL", "OUTPUT", "END"]);
+    const first = rs[3]!.event!.body;
+    expect(first.case === "message" && first.value.parts.map((p) => p.part.value)).toMatchObject([
+      { text: "looking \ufffd" },
+      { id: "call_cut", args: { city: "Nice \ufffd" } },
+    ]);
+    const receipt = rs[5]!.event!.body;
+    expect(receipt.case === "result" && receipt.value).toMatchObject({ id: "call_cut", output: { "k\ufffd": "v\ufffd" } });
+    // The model was shown the result as journaled, so its second call's input hash is the one a replay computes.
+    expect(turn.outputs.at(-1)).toBe("final: Nice: 0.3M \ufffd \ufffd");
+    const v = await client.verify(uid, { replay: true });
+    expect(v).toMatchObject({ chainOk: true, replayOk: true, modelCalls: 0n, divergence: "" });
+  });
 });
 
 describe("chat with an approval-gated tool", () => {

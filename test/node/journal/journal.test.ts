@@ -73,6 +73,30 @@ describe("Journal", () => {
     expect((kept as unknown as { $unknown?: unknown[] }).$unknown).toHaveLength(1);
   });
 
+  it("append: a lone surrogate, which UTF-8 cannot hold, is journaled as U+FFFD: stored, hashed and handed back alike", () => {
+    const { journal } = newJournal();
+    // A text cut between the halves of a pair, and two map keys that become one.
+    const cut = output("cut \ud83d here");
+    const params = create(EventSchema, {
+      executionId: "e1",
+      kind: 2,
+      body: { case: "model", value: { model: "m", params: { "k\ud800": "first", "k\udbff": "second \udc00" }, inputHash: "ab".repeat(32) } },
+    });
+    const r = journal.append([cut, params], { fence: 0n });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const [a, b] = r.records;
+    expect(a!.decoded).toEqual(fromBinary(EventSchema, a!.event));
+    expect(a!.decoded.body.case === "message" && a!.decoded.body.value.parts[0]!.part.value).toMatchObject({ text: "cut \ufffd here" });
+    expect(a!.hash).toBe(contentHash(output("cut \ufffd here"), "", 1n));
+    // The keys merge as any decoder merges them: the last one wins.
+    expect(b!.decoded.body.case === "model" && b!.decoded.body.value.params).toEqual({ "k\ufffd": "second \ufffd" });
+    expect(b!.hash).toBe(contentHash(fromBinary(EventSchema, b!.event), a!.hash, 2n));
+    expect(journal.verify()).toMatchObject({ ok: true, records: 2n });
+    // The caller's events are untouched.
+    expect(cut.body.case === "message" && cut.body.value.parts[0]!.part.value).toMatchObject({ text: "cut \ud83d here" });
+  });
+
   it("append: rejects a stale expected seq with a conflict and writes nothing", () => {
     const { db, journal } = newJournal();
     expect(journal.append([output("a")], { expectedSeq: 0n, fence: 0n }).ok).toBe(true);
