@@ -162,6 +162,9 @@ async function readStreamed(res: Response, opts: InvokeOptions): Promise<ChatCom
   let reasoning = "";
   const calls: ChatToolCall[] = [];
   let usage: ChatCompletion["usage"];
+  // A delta never ends in the first half of a UTF-16 pair: a provider may send an emoji's halves
+  // in two chunks, and a delta is encoded on its own, where a lone half would become U+FFFD.
+  let held = "";
   for await (const data of readSse(res, opts.signal)) {
     if (data === "[DONE]") break;
     let chunk: {
@@ -184,7 +187,14 @@ async function readStreamed(res: Response, opts: InvokeOptions): Promise<ChatCom
     if (!delta) continue;
     if (delta.content) {
       content += delta.content;
-      opts.onDelta?.(delta.content);
+      let piece = held + delta.content;
+      held = "";
+      const last = piece.charCodeAt(piece.length - 1);
+      if (last >= 0xd800 && last <= 0xdbff) {
+        held = piece.slice(-1);
+        piece = piece.slice(0, -1);
+      }
+      if (piece) opts.onDelta?.(piece);
     }
     if (delta.reasoning_content) reasoning += delta.reasoning_content;
     for (const tc of delta.tool_calls ?? []) {
@@ -195,6 +205,8 @@ async function readStreamed(res: Response, opts: InvokeOptions): Promise<ChatCom
       if (tc.function?.arguments) slot.function.arguments += tc.function.arguments;
     }
   }
+  // A half left at the end is the answer's too (journaled as U+FFFD, docs/journal.md).
+  if (held) opts.onDelta?.(held);
   return {
     choices: [{ message: { content, tool_calls: calls.filter(Boolean), reasoning_content: reasoning || undefined } }],
     usage,

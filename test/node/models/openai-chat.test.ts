@@ -274,6 +274,20 @@ describe("createOpenAiChatProvider", () => {
     expect(res.usage).toMatchObject({ inputTokens: 5n, outputTokens: 9n, reasoningTokens: 4n });
   });
 
+  it("complete: an emoji whose halves come in two chunks is relayed whole, never as a delta ending in half of it", async () => {
+    const pieces = ["smile \ud83d", "\ude00 and", " cut \ud83d"];
+    const sse = pieces.map((c) => `data: ${JSON.stringify({ choices: [{ delta: { content: c } }] })}\n\n`).join("") + "data: [DONE]\n\n";
+    const fetchSse: typeof fetch = async () => new Response(sse, { headers: { "content-type": "text/event-stream" } });
+    const deltas: string[] = [];
+    const res = await createOpenAiChatProvider({ baseUrl: "http://unused.invalid", fetch: fetchSse }).complete(
+      request(),
+      opts((c) => deltas.push(c)),
+    );
+    expect(deltas).toEqual(["smile ", "\ud83d\ude00 and", " cut ", "\ud83d"]);
+    expect(deltas.join("")).toBe(textOf(res.message));
+    expect(textOf(res.message)).toBe("smile \u{1f600} and cut \ud83d");
+  });
+
   it("complete: HTTP 429 fails with a retryable error naming the status, never the key", async () => {
     fake.next = () => ({ kind: "error", status: 429, body: { error: { message: "Rate limit reached" } } });
     const err = await failure(provider().complete(request(), opts()));
