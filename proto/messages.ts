@@ -13,6 +13,16 @@ export function textOf(m: Message | undefined): string {
   return s;
 }
 
+/**
+ * At most `max` UTF-16 units of `s`, never cut between the halves of a surrogate pair: a cut
+ * there would leave half an emoji, which the journal can only hold as U+FFFD.
+ */
+export function clipText(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const last = s.charCodeAt(max - 1);
+  return s.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
 export function textMessage(role: string, text: string): Message {
   return create(MessageSchema, { role, parts: [{ part: { case: "text", value: { text } } }] });
 }

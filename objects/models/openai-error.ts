@@ -3,6 +3,7 @@
  * message that says what happened without the request, the response body's content or the key.
  */
 import { ModelProviderError } from "../controller/errors.js";
+import { clipText } from "../../proto/messages.js";
 
 export interface ProviderFailure {
   retryable: boolean;
@@ -28,9 +29,9 @@ function providerErrorDetail(body: string): string {
   try {
     const j = JSON.parse(body) as { error?: { message?: unknown; type?: unknown; code?: unknown } | string };
     const e = j.error;
-    if (typeof e === "string") return e.slice(0, 200);
+    if (typeof e === "string") return clipText(e, 200);
     const msg = typeof e?.message === "string" ? e.message : typeof e?.type === "string" ? e.type : "";
-    return msg.slice(0, 200);
+    return clipText(msg, 200);
   } catch {
     return "";
   }

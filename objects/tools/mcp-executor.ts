@@ -27,6 +27,7 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import { PartSchema, ToolResultSchema, type Part, type ToolResult } from "../../proto/gen/agentsessions/v1/common_pb.js";
 import { ToolExecutionError } from "../controller/errors.js";
 import type { ToolExecutor, ToolRequest } from "../controller/tools.js";
+import { clipText } from "../../proto/messages.js";
 
 export interface McpExecutorConfig {
   /** The server's Streamable HTTP endpoint, e.g. https://tools.example.com/mcp. */
@@ -165,4 +166,4 @@ function bytesFromBase64(s: string): Uint8Array {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const bounded = (s: string) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS)}…` : s);
+const bounded = (s: string) => (s.length > MAX_ERROR_CHARS ? `${clipText(s, MAX_ERROR_CHARS)}…` : s);

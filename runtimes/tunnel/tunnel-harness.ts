@@ -24,7 +24,7 @@ import {
   type HarnessDescriptor,
 } from "../../proto/gen/agentsessions/v1/harness_pb.js";
 import { randomHex } from "../../proto/ids.js";
-import { textOf } from "../../proto/messages.js";
+import { clipText, textOf } from "../../proto/messages.js";
 import { isCompactionRequest } from "../compaction.js";
 import type { EventSink, Harness, HarnessStart } from "../harness-spi.js";
 import type { Delivery, StreamInbox } from "./inbox.js";
@@ -230,5 +230,5 @@ async function expectParked(d: Delivery, ref: ParkRef): Promise<void> {
 }
 
 function reasonOf(e: unknown): string {
-  return e instanceof Error ? e.message.slice(0, 200) : "execution ended";
+  return e instanceof Error ? clipText(e.message, 200) : "execution ended";
 }

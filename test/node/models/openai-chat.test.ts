@@ -297,6 +297,15 @@ describe("createOpenAiChatProvider", () => {
     expect(err.message).not.toContain(KEY);
   });
 
+  it("complete: a provider's long error message is shortened without cutting an emoji in two", async () => {
+    const message = `${"x".repeat(199)}\u{1f600} and more`;
+    fake.next = () => ({ kind: "error", status: 400, body: { error: { message } } });
+    const err = await failure(provider().complete(request(), opts()));
+    expect(err.message).toContain("x".repeat(199));
+    expect(err.message).not.toContain("\u{1f600}");
+    expect((err.message as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+  });
+
   it("complete: HTTP 500 fails with a retryable error naming the status, never the key", async () => {
     fake.next = () => ({ kind: "error", status: 500 });
     const err = await failure(provider().complete(request(), opts()));
