@@ -9,10 +9,26 @@ import { Lifecycle_Kind, ToolResult_Code } from "../proto/gen/agentsessions/v1/c
 import { ComputeState, ExecState, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { eventKindName, textOf } from "../proto/messages.js";
 
+/**
+ * Text from a session (a model's answer, a tool's name, a session's name) as a terminal may show
+ * it: control characters but tab and newline, and the marks that reorder text on screen, are
+ * written as visible escapes, so no record can move the cursor, retitle the window, set the
+ * clipboard or make an approval read differently than it is.
+ */
+export function forTerminal(s: string): string {
+  return s.replace(UNSAFE_ON_TERMINAL, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`;
+  });
+}
+
+/** C0 controls but \t and \n, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates. */
+const UNSAFE_ON_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
 export function formatRecord(r: LogRecord): string {
   const ev = r.event;
   const kind = ev ? eventKindName(ev.kind) : "(no event)";
-  const detail = ev ? eventDetail(ev) : "";
+  const detail = ev ? forTerminal(eventDetail(ev)) : "";
   return `seq=${r.seq}  ${kind}${detail ? "  " + detail : ""}`;
 }
 
@@ -83,7 +99,7 @@ export function computeStateName(s: ComputeState): string {
 /** One line per session, as `list` prints it. */
 export function formatSessionLine(s: Session): string {
   const m = s.metadata;
-  return `${m?.uid ?? ""}  last_seq=${s.lastSeq}  compute=${computeStateName(s.computeState)}  harness=${s.harness}  name=${m?.name ?? ""}`;
+  return `${m?.uid ?? ""}  last_seq=${s.lastSeq}  compute=${computeStateName(s.computeState)}  harness=${forTerminal(s.harness)}  name=${forTerminal(m?.name ?? "")}`;
 }
 
 /** The `get` summary: one `key  value` line per field. */
@@ -102,7 +118,7 @@ export function formatSessionSummary(s: Session): string {
   const p = s.pendingApproval;
   if (p) rows.push(["pending_approval", `execution=${p.executionId} tool_call=${p.toolCallId} request_seq=${p.requestSeq}`]);
   // Values start in column 16; a longer key (pending_approval) keeps a two-space gap instead.
-  return rows.map(([k, v]) => `${k.padEnd(13)}  ${v}`.trimEnd()).join("\n") + "\n";
+  return rows.map(([k, v]) => `${k.padEnd(13)}  ${forTerminal(v)}`.trimEnd()).join("\n") + "\n";
 }
 
 /** What `resume` (and `approve`/`deny` after their Resume) print: `session <uid> resume compute=… last_seq=N`. */
@@ -117,5 +133,5 @@ export function formatResumeLine(s: Session, uid: string): string {
 export function formatParkedLine(s: Session): string {
   const p = s.pendingApproval;
   if (!p) return "";
-  return `parked: awaiting approval of tool_call=${p.toolCallId} request_seq=${p.requestSeq} (agentctl approve ${s.metadata?.uid ?? ""})`;
+  return `parked: awaiting approval of tool_call=${forTerminal(p.toolCallId)} request_seq=${p.requestSeq} (agentctl approve ${s.metadata?.uid ?? ""})`;
 }

@@ -18,7 +18,7 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { ExecUpdateSchema, type ExecUpdate } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { noPositionals, seqFlag, UsageError } from "../args.js";
 import { writeJsonLine, type Command, type CommandContext } from "../command.js";
-import { formatParkedLine, formatRecord } from "../output.js";
+import { formatParkedLine, formatRecord, forTerminal } from "../output.js";
 
 export const execCommand: Command = {
   name: "exec",
@@ -100,7 +100,7 @@ export function createDeltaWriter(ctx: CommandContext): { write(chunk: string, d
   return {
     write(chunk, done) {
       if (chunk !== "") {
-        w.write(chunk);
+        w.write(forTerminal(chunk));
         open = !chunk.endsWith("\n");
       }
       if (done) endLine();

@@ -8,6 +8,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { SessionSchema } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { pairsFlag, seqFlag, sessionArg, UsageError } from "../args.js";
 import { writeJsonLine, type Command } from "../command.js";
+import { forTerminal } from "../output.js";
 
 /** Keeps --count within int32; the server's own limit (128) is far below and reported by it. */
 const MAX_COUNT_FLAG = 1_000_000n;
@@ -41,7 +42,7 @@ export const forkCommand: Command = {
     const children = await ctx.client().fork(uid, { at: seqFlag(args, "at"), count, names, labels: pairsFlag(args, "label") });
     for (const c of children) {
       if (ctx.json) writeJsonLine(ctx, toJson(SessionSchema, c));
-      else ctx.out.write(`child ${c.metadata?.uid ?? ""} parent=${c.parentUid} fork_seq=${c.forkSeq} name=${c.metadata?.name ?? ""}\n`);
+      else ctx.out.write(`child ${c.metadata?.uid ?? ""} parent=${c.parentUid} fork_seq=${c.forkSeq} name=${forTerminal(c.metadata?.name ?? "")}\n`);
     }
     return 0;
   },

@@ -8,6 +8,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { RetentionStatusSchema, SetRetentionResponseSchema } from "../../proto/gen/agentsessions/edge/v1/retention_pb.js";
 import { UsageError, type ParsedArgs } from "../args.js";
 import { writeJsonLine, type Command } from "../command.js";
+import { forTerminal } from "../output.js";
 
 export const retentionCommand: Command = {
   name: "retention",
@@ -63,7 +64,8 @@ export const retentionCommand: Command = {
       return 0;
     }
     ctx.out.write(`dry run: ${r.wouldDelete.length}${r.truncated ? "+" : ""} session(s) of ${project} would be deleted now\n`);
-    for (const c of r.wouldDelete) ctx.out.write(`${c.uid}  idle since ${new Date(Number(c.updateTimeMs)).toISOString()}${c.name ? `  ${c.name}` : ""}\n`);
+    for (const c of r.wouldDelete)
+      ctx.out.write(`${c.uid}  idle since ${new Date(Number(c.updateTimeMs)).toISOString()}${c.name ? `  ${forTerminal(c.name)}` : ""}\n`);
     return 0;
   },
 };

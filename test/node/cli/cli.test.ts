@@ -33,6 +33,30 @@ describe("agentctl exec", () => {
     expect(r.lines.slice(1)).toEqual(TURN_HELLO);
   });
 
+  it("exec: control characters and reordering marks in a record's text print as visible escapes, never reaching the terminal", async () => {
+    // A window-title escape, a screen clear, a carriage return and a right-to-left override.
+    const text = "hi \x1b]0;pwned\x07 \x1b[2J\r \u202e evil \x9b tab\tok";
+    const r = await agentctl([...S, "exec", "--input", text]);
+    expect(r.code).toBe(0);
+    const shown = "hi \\x1b]0;pwned\\x07 \\x1b[2J\\x0d \\u202e evil \\x9b tab\tok";
+    expect(r.lines.slice(1)).toEqual([
+      "seq=1  EVENT_EXECUTION_START  harness=echo inputs=1",
+      `seq=2  EVENT_INPUT  user: ${shown}`,
+      "seq=3  EVENT_MODEL_CALL  model=echo",
+      `seq=4  EVENT_OUTPUT  assistant: echo:${shown}`,
+      "seq=5  EVENT_END  state=COMPLETED",
+    ]);
+    expect(r.stdout).not.toMatch(/[\x1b\x07\r\u202e\x9b]/);
+    // The record itself holds the text as sent; only its printing escapes it.
+    const replayed = await agentctl([...S, "replay", "--json", sessionOf(r)]);
+    expect(replayed.stdout).toContain(JSON.stringify(text).slice(1, -1));
+    // A session's name the same way, in get and list.
+    const project = `cli-escapes-${randomBytes(3).toString("hex")}`;
+    const uid = sessionOf(await agentctl([...S, "create", "--project", project, "--name", "a\x1b[31mred"]));
+    expect((await agentctl([...S, "get", uid])).lines).toContain("name           a\\x1b[31mred");
+    expect((await agentctl([...S, "list", "--project", project])).lines).toEqual([expect.stringMatching(/ {2}name=a\\x1b\[31mred$/)]);
+  });
+
   it("exec: a second turn with the right --expected-last-seq appends seq 6-10", async () => {
     const uid = sessionOf(await agentctl([...S, "exec", "--input", "hello"]));
     const r = await agentctl([...S, "exec", "--session", uid, "--input", "again", "--expected-last-seq", "5"]);
