@@ -22,8 +22,8 @@ export function forTerminal(s: string): string {
   });
 }
 
-/** C0 controls but \t and \n, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates. */
-const UNSAFE_ON_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+/** C0 controls but \t and \n, DEL, C1 controls, and the bidirectional marks, embeddings, overrides and isolates. */
+const UNSAFE_ON_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 export function formatRecord(r: LogRecord): string {
   const ev = r.event;

@@ -64,13 +64,25 @@ export function computeStateName(s: ComputeState): string {
 
 /** Pretty JSON for display (2-space indent). */
 export function prettyJson(value: JsonValue | undefined): string {
-  return JSON.stringify(value ?? null, null, 2);
+  return withVisibleMarks(JSON.stringify(value ?? null, null, 2));
 }
 
 /** One line of JSON, clipped: the collapsed form of arguments. */
 export function jsonLine(value: JsonValue | undefined, max = 120): string {
-  return clip(JSON.stringify(value ?? {}), max);
+  return clip(withVisibleMarks(JSON.stringify(value ?? {})), max);
 }
+
+/**
+ * JSON text with the marks that reorder text on screen (bidirectional embeddings, overrides,
+ * isolates, and the implicit direction marks) written as \u escapes, still valid JSON: a tool's
+ * arguments shown for an approval read as they are, not as a right-to-left override makes them
+ * look. JSON.stringify already escapes the control characters.
+ */
+function withVisibleMarks(json: string): string {
+  return json.replace(REORDERING_MARKS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+const REORDERING_MARKS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 export function clip(text: string, max: number): string {
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
