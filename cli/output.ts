@@ -7,7 +7,7 @@
 import type { Event, LogRecord, Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { Lifecycle_Kind, ToolResult_Code } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState, type Session } from "../proto/gen/agentsessions/v1/session_pb.js";
-import { eventKindName, textOf } from "../proto/messages.js";
+import { eventKindName, REORDERING_MARKS_CLASS, textOf } from "../proto/messages.js";
 
 /**
  * Text from a session (a model's answer, a tool's name, a session's name) as a terminal may show
@@ -23,7 +23,7 @@ export function forTerminal(s: string): string {
 }
 
 /** C0 controls but \t and \n, DEL, C1 controls, and the bidirectional marks, embeddings, overrides and isolates. */
-const UNSAFE_ON_TERMINAL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_ON_TERMINAL = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${REORDERING_MARKS_CLASS}]`, "g");
 
 export function formatRecord(r: LogRecord): string {
   const ev = r.event;

@@ -17,6 +17,7 @@
 import { type DescField, type DescMessage, type MessageShape, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { heldAsJson, WRAPPER_TYPES } from "./local-forms.js";
+import type { WellFormed } from "./jcs-writer.js";
 
 /** A protobuf writer into one growing buffer (the subset of BinaryWriter the encoders use). */
 class Writer {
@@ -203,9 +204,6 @@ export function encodeBinaryNoting<Desc extends DescMessage>(
   encoderOf(schema)(w, message as unknown as Msg);
   return { bytes: w.finish(), unknown: w.unknown, illFormed: w.illFormed };
 }
-
-/** String.prototype.isWellFormed (ES2024; Node 20 and workerd have it, the es2022 lib does not). */
-type WellFormed = string & { isWellFormed(): boolean };
 
 function encoderOf(desc: DescMessage): Write {
   let enc = compiled.get(desc);

@@ -213,7 +213,7 @@ export function writeString(s: string): string {
 }
 
 /** String.prototype.isWellFormed (ES2024; Node 20 and workerd have it, the es2022 lib does not). */
-type WellFormed = string & { isWellFormed(): boolean };
+export type WellFormed = string & { isWellFormed(): boolean };
 
 // The well-known types with a JSON form of their own, as protobuf-es writes them.
 

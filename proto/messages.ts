@@ -14,6 +14,13 @@ export function textOf(m: Message | undefined): string {
 }
 
 /**
+ * The marks that reorder text on screen (the implicit direction marks, and the bidirectional
+ * embeddings, overrides and isolates), as the inside of a regex character class: what agentctl
+ * and the inspector show as escapes, so a record or an approval reads as it is.
+ */
+export const REORDERING_MARKS_CLASS = "\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
+
+/**
  * At most `max` UTF-16 units of `s`, never cut between the halves of a surrogate pair: a cut
  * there would leave half an emoji, which the journal can only hold as U+FFFD.
  */

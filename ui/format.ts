@@ -6,6 +6,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt";
 import { EventKind } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { ComputeState, ExecState } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { REORDERING_MARKS_CLASS } from "../proto/messages.js";
 
 /** Milliseconds since the epoch of a protobuf Timestamp; undefined when unset (old journals). */
 export function msOf(ts: Timestamp | undefined): number | undefined {
@@ -82,7 +83,7 @@ function withVisibleMarks(json: string): string {
   return json.replace(REORDERING_MARKS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
-const REORDERING_MARKS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const REORDERING_MARKS = new RegExp(`[${REORDERING_MARKS_CLASS}]`, "g");
 
 export function clip(text: string, max: number): string {
   return text.length > max ? text.slice(0, max - 1) + "…" : text;
