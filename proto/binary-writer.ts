@@ -101,14 +101,14 @@ class Writer {
   }
 
   string(s: string): this {
-    // Free for a string of one-byte characters, which cannot hold a surrogate.
-    if (!(s as WellFormed).isWellFormed()) this.illFormed = true;
     // UTF-8 takes at most 3 bytes per UTF-16 unit; reserve the length's largest varint first.
     const max = s.length * 3;
     const room = max < 0x80 ? 1 : max < 0x4000 ? 2 : 5;
     this.ensure(room + max);
     const at = this.pos;
     const n = TEXT.encodeInto(s, this.buf.subarray(at + room)).written;
+    // As many bytes as units is ASCII, which holds no surrogate; only other text is checked.
+    if (n !== s.length && !(s as WellFormed).isWellFormed()) this.illFormed = true;
     const k = varintSize(n);
     if (k < room) this.buf.copyWithin(at + k, at + room, at + room + n);
     this.pos = at;
