@@ -27,7 +27,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
-import { execUpdates, replayEncoded, replayRecords, STREAM_CALL, type StreamCall, type StreamWire } from "./server-stream.js";
+import { execUpdates, replayEncoded, replayRecords, STREAM_CALL, type StreamCall, type StreamWire, tailResponses } from "./server-stream.js";
 import { concatBytes, hexOf } from "../proto/bytes.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8787";
@@ -501,7 +501,8 @@ export class SessionsClient {
    * @experimental Tail is this host's extension, not part of agentsessions.v1.
    */
   tail(session: string, o: TailOptions = {}): AsyncGenerator<TailEvent> {
-    return tailSession(this.rawTail, session, o);
+    const wire = this._wire;
+    return tailSession(wire ? (req, signal) => tailResponses(wire, req, signal) : (req, signal) => this.rawTail.tail(req, { signal }), session, o);
   }
 
   /** Committed records with from <= seq <= to (to = 0: head), verbatim. */

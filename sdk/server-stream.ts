@@ -2,11 +2,12 @@
  * Server streams read straight off the wire: one binary Connect streaming request, its response
  * read as envelopes and each message decoded by the compiled decoder (proto/binary-reader.ts), the
  * host's end-of-stream error raised as the same ConnectError connect-es would raise. Replay (a
- * journal is the largest thing a client reads) and Exec (the turn, the client's hot path) go this
- * way: connect-es's generic stream (several async generators and a reflective decode per message)
- * was most of `agentctl verify`'s time, and half the client's CPU in a turn.
+ * journal is the largest thing a client reads), Exec (the turn, the client's hot path) and Tail (a
+ * process that follows many sessions) go this way: connect-es's generic stream (several async
+ * generators and a reflective decode per message) was most of `agentctl verify`'s time, and half
+ * the client's CPU in a turn.
  *
- * @internal Used by SessionsClient.replay and exec when the client speaks binary; tested in
+ * @internal Used by SessionsClient.replay, exec and tail when the client speaks binary; tested in
  * test/node/sdk/server-stream.test.ts against the connect-es client's answers.
  */
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
@@ -17,6 +18,7 @@ import { encodeBinary } from "../proto/binary-writer.js";
 import { concatBytes } from "../proto/bytes.js";
 import { LogRecordSchema, type LogRecord } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { type ExecRequest, ExecRequestSchema, type ExecUpdate, ExecUpdateSchema, ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { TailRequestSchema, type TailResponse, TailResponseSchema } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 
 export interface StreamWire {
   baseUrl: string;
@@ -46,6 +48,14 @@ export const STREAM_CALL = Symbol.for("agentsessions.sdk.streamCall");
 
 const REPLAY_RECOVER = "Replay again from the seq after the last record received";
 
+/** The streams read this way, and where each is served. */
+type StreamMethod = "Replay" | "Exec" | "Tail";
+const PATHS: Record<StreamMethod, string> = {
+  Replay: "agentsessions.v1.Sessions/Replay",
+  Exec: "agentsessions.v1.Sessions/Exec",
+  Tail: "agentsessions.edge.v1.Tail/Tail",
+};
+
 export function replayRecords(wire: StreamWire, req: { session: string; fromSeq: bigint; toSeq: bigint }, signal?: AbortSignal): AsyncGenerator<LogRecord> {
   const message = encodeBinary(ReplayRequestSchema, create(ReplayRequestSchema, req));
   return serverStream(wire, "Replay", message, LogRecordSchema, signal, REPLAY_RECOVER);
@@ -53,6 +63,16 @@ export function replayRecords(wire: StreamWire, req: { session: string; fromSeq:
 
 export function execUpdates(wire: StreamWire, req: ExecRequest, signal?: AbortSignal): AsyncGenerator<ExecUpdate> {
   return serverStream(wire, "Exec", encodeBinary(ExecRequestSchema, req), ExecUpdateSchema, signal, "read the session to see how far the turn got");
+}
+
+/** One Tail stream's items (sdk/tail.ts reopens it when it breaks off). */
+export function tailResponses(
+  wire: StreamWire,
+  req: { session: string; fromSeq: bigint; follow: boolean },
+  signal?: AbortSignal,
+): AsyncGenerator<TailResponse> {
+  const message = encodeBinary(TailRequestSchema, create(TailRequestSchema, req));
+  return serverStream(wire, "Tail", message, TailResponseSchema, signal, "Tail again from the seq after the last record received");
 }
 
 /**
@@ -64,10 +84,10 @@ export function replayEncoded(wire: StreamWire, req: { session: string; fromSeq:
   return streamFrames(wire, "Replay", message, signal, REPLAY_RECOVER);
 }
 
-/** One Sessions server stream's responses, decoded one by one. */
+/** One server stream's responses, decoded one by one. */
 async function* serverStream<Desc extends DescMessage>(
   wire: StreamWire,
-  method: "Replay" | "Exec",
+  method: StreamMethod,
   message: Uint8Array,
   schema: Desc,
   signal: AbortSignal | undefined,
@@ -79,13 +99,13 @@ async function* serverStream<Desc extends DescMessage>(
 }
 
 /**
- * One Sessions server stream: `method`'s request message in, its responses' bytes out, every
+ * One server stream: `method`'s request message in, its responses' bytes out, every
  * whole frame of a chunk in one batch. `recover` tells the caller what to do when the stream ends
  * without its end frame (a connection cut short).
  */
 async function* streamFrames(
   wire: StreamWire,
-  method: "Replay" | "Exec",
+  method: StreamMethod,
   message: Uint8Array,
   signal: AbortSignal | undefined,
   recover: string,
@@ -95,7 +115,7 @@ async function* streamFrames(
   body.set(message, 5);
   const headers: Record<string, string> = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
   if (wire.token) headers.authorization = `Bearer ${wire.token}`;
-  const url = `${wire.baseUrl}/agentsessions.v1.Sessions/${method}`;
+  const url = `${wire.baseUrl}/${PATHS[method]}`;
   let res: StreamAnswer;
   try {
     res = wire.stream

@@ -6,8 +6,8 @@
  * so text shown before a reconnect is not shown again. SessionsClient.tail and the re-attach of a
  * dropped Exec (sdk/client.ts) use it. Tested in test/node/integration/tail.test.ts.
  */
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { type Tail, TailEnd_Reason, type TailDelta } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { TailEnd_Reason, type TailDelta, type TailResponse } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import type { LogRecord } from "../proto/gen/agentsessions/v1/common_pb.js";
 
 export interface TailOptions {
@@ -39,7 +39,13 @@ export type TailEvent = { kind: "record"; record: LogRecord } | { kind: "delta";
 /** Codes that a new attempt cannot change: the stream stops with them. */
 const TERMINAL = new Set([Code.NotFound, Code.PermissionDenied, Code.Unauthenticated, Code.InvalidArgument, Code.OutOfRange, Code.Unimplemented]);
 
-export async function* tailSession(raw: Client<typeof Tail>, session: string, o: TailOptions = {}): AsyncGenerator<TailEvent> {
+/**
+ * One attempt's Tail stream: the host's items until the stream ends or breaks off (the client's
+ * binary reader, sdk/server-stream.ts, or connect-es's client for JSON).
+ */
+export type TailOpen = (req: { session: string; fromSeq: bigint; follow: boolean }, signal: AbortSignal) => AsyncIterable<TailResponse>;
+
+export async function* tailSession(open: TailOpen, session: string, o: TailOptions = {}): AsyncGenerator<TailEvent> {
   let next = o.fromSeq !== undefined && o.fromSeq > 1n ? o.fromSeq : 1n;
   const follow = o.follow ?? true;
   const shown = { afterSeq: o.shown?.afterSeq ?? -1n, length: o.shown?.length ?? 0, done: false };
@@ -53,7 +59,9 @@ export async function* tailSession(raw: Client<typeof Tail>, session: string, o:
     const abort = () => attempt.abort();
     o.signal?.addEventListener("abort", abort, { once: true });
     try {
-      for await (const res of raw.tail({ session, fromSeq: next, follow }, { signal: attempt.signal })) {
+      for await (const res of open({ session, fromSeq: next, follow }, attempt.signal)) {
+        // Items already read when the caller aborted are not delivered.
+        if (o.signal?.aborted) return;
         const item = res.item;
         if (item.case === "record") {
           // Exactly once: a record before `next` was delivered already (cannot happen within one stream).

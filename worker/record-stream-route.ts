@@ -1,26 +1,32 @@
 /**
- * Replay in a binary encoding, served as the session object's own byte stream (issue 12: "serve
+ * Replay and Tail in a binary encoding, served as the session object's own byte stream (issue 12: "serve
  * stored records without decoding them ... write many envelopes per chunk"): the object writes
  * every LogRecord straight into Connect / gRPC-Web envelopes, many per chunk, and the stream's
  * ending last (objects/session/record-stream.ts); the Worker hands that stream to the caller as it
  * is, so workerd pumps it without this isolate touching a chunk. Connect streaming and gRPC-Web
- * share the envelope; only the ending differs (an end-stream frame, a trailer frame).
+ * share the envelope; only the ending differs (an end-stream frame, a trailer frame). A Tail's
+ * follower writes its items the same way, and the ending after its end item
+ * (objects/session/followers.ts): a follow is relayed chunk by chunk by workerd, not message by
+ * message through connect-es, which matters with many followers (docs/performance.md).
  *
  * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
- * the size limit and request-check): anything it does not recognise as a plain binary Replay (JSON,
- * compression, more than one envelope) goes to the router, which serves every Replay the same way
- * with decoded messages. Both refuse in the same words; test/node/integration/stream-routes.test.ts
+ * the size limit and request-check): anything it does not recognise as a plain binary Replay or
+ * Tail (JSON, compression, more than one envelope, a deadline) goes to the router, which serves
+ * them the same way with decoded messages (worker/tail-service.ts for Tail). Both refuse in the same words; test/node/integration/stream-routes.test.ts
  * compares their answers.
  */
 import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Env, sessionStub } from "../objects/index.js";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { TailRequestSchema } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { numberViolation } from "../proto/numbers.js";
 import { type Ending, streamEnd } from "../proto/record-envelopes.js";
 import { connectErrorFrom } from "./errors.js";
 import { logRpc } from "./request-log.js";
 import { requireUid } from "./sessions-service.js";
+import type { Outcome } from "../objects/session/outcomes.js";
 
 export interface StreamCaller {
   tenant: string;
@@ -58,13 +64,40 @@ export function streamEndOf(ending: Ending, e?: ConnectError): Uint8Array {
 }
 
 /** The Replay answer, or undefined when the router should serve this request. */
-export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+export function serveBinaryReplay(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+  return serveObjectStream(req, body, caller, "Replay", ReplayRequestSchema, (r, session, ending) =>
+    sessionStub(env, caller.tenant, session).replay(r.fromSeq, r.toSeq, ending),
+  );
+}
+
+/**
+ * The Tail answer, or undefined when the router should serve this request. A follower the object
+ * ends on purpose (at the head, idle, too slow, the session deleted) ends with its end item and
+ * then the OK ending; a stream cut off with its object (a restart, a deploy) ends without one, which
+ * a client reads as a broken stream and Tails again from the seq after its last record (sdk/tail.ts).
+ * A caller that goes away cancels the stream, and with it the object's follower.
+ */
+export function serveBinaryTail(env: Env, req: Request, body: Uint8Array, caller: StreamCaller): Promise<Response | undefined> {
+  return serveObjectStream(req, body, caller, "Tail", TailRequestSchema, (r, session, ending) =>
+    sessionStub(env, caller.tenant, session).tail(r.fromSeq, r.follow, ending),
+  );
+}
+
+/** The request's session object's stream as the whole answer, after the router's own checks. */
+async function serveObjectStream<Desc extends DescMessage>(
+  req: Request,
+  body: Uint8Array,
+  caller: StreamCaller,
+  operation: string,
+  schema: Desc,
+  open: (request: MessageShape<Desc> & { session: string }, session: string, ending: Ending) => Promise<Outcome<ReadableStream<Uint8Array>>>,
+): Promise<Response | undefined> {
   const call = binaryStreamCall(req, body);
   if (!call) return undefined;
   const { ending, contentType: ct } = call;
   let request;
   try {
-    request = decodeBinary(ReplayRequestSchema, call.payload);
+    request = decodeBinary(schema, call.payload) as MessageShape<Desc> & { session: string };
   } catch {
     return undefined;
   }
@@ -73,25 +106,25 @@ export async function serveBinaryReplay(env: Env, req: Request, body: Uint8Array
   let session = "";
   const headers = { "content-type": ct };
   const log = (code: Code | undefined) =>
-    logRpc({ requestId: caller.requestId, tenant: caller.tenant, session, operation: "Replay", code, durationMs: Date.now() - started });
+    logRpc({ requestId: caller.requestId, tenant: caller.tenant, session, operation, code, durationMs: Date.now() - started });
   const fail = (e: ConnectError) => {
     log(e.code);
     return new Response(streamEndOf(ending, e), { status: 200, headers });
   };
 
-  const bad = numberViolation(ReplayRequestSchema, request);
+  const bad = numberViolation(schema, request);
   if (bad) return fail(new ConnectError(`${bad}; nothing was done`, Code.InvalidArgument));
   try {
     session = requireUid(request.session, "session");
   } catch (e) {
     return fail(ConnectError.from(e));
   }
-  const r = await sessionStub(env, caller.tenant, session).replay(request.fromSeq, request.toSeq, ending);
+  const r = await open(request, session, ending);
   if (!r.ok) return fail(connectErrorFrom(r));
-  // The object's stream is the whole answer, its ending included (objects/session/record-stream.ts):
-  // workerd pumps it to the caller without this isolate touching a chunk. The line is written as
-  // the answer starts; an object cut off mid-stream leaves the body without its ending, which a
-  // client reads as a broken stream, never as a complete one.
+  // The object's stream is the whole answer, its ending included: workerd pumps it to the caller
+  // without this isolate touching a chunk. The line is written as the answer starts; an object cut
+  // off mid-stream leaves the body without its ending, which a client reads as a broken stream,
+  // never as a complete one.
   log(undefined);
   return new Response(r.value, { status: 200, headers });
 }

@@ -23,13 +23,14 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { HostLimits } from "../objects/config.js";
 import type { Env } from "../objects/index.js";
 import { Sessions } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { randomHex } from "../proto/ids.js";
 import { type Authenticator, refuseRole } from "./auth/index.js";
 import { callerKey } from "./context.js";
 import type { LimitGuards } from "./limits.js";
 import { type DecodedMessages, refusalFor, refuseMalformed } from "./request-check.js";
 import { logRpc } from "./request-log.js";
-import { serveBinaryReplay } from "./record-stream-route.js";
+import { serveBinaryReplay, serveBinaryTail } from "./record-stream-route.js";
 import { serveBinaryExec } from "./exec-stream-route.js";
 import { hostConfig } from "../objects/config.js";
 import { type HarnessResolver, servedBuiltins } from "../runtimes/builtin/index.js";
@@ -38,6 +39,7 @@ import { concatBytes } from "../proto/bytes.js";
 
 const REPLAY = Sessions.method.replay;
 const EXEC = Sessions.method.exec;
+const TAIL = Tail.method.tail;
 /** The built-in harnesses, resolved once per isolate (as the router's services do). */
 let builtins: HarnessResolver | undefined;
 
@@ -85,10 +87,14 @@ export async function serveRpcRequest(
     logRpc({ requestId, tenant, session: "", operation: method.name, code: malformed.code, durationMs: Date.now() - started });
     return malformed.response;
   }
-  // A binary Replay is relayed as the session object's own byte stream (record-stream-route.ts),
+  // A binary Replay or Tail is relayed as the session object's own byte stream (record-stream-route.ts),
   // a binary Exec as the object's frames in envelopes (exec-stream-route.ts).
   if (method === REPLAY) {
     const fast = await serveBinaryReplay(env, req, body, { tenant: p.tenant, requestId });
+    if (fast) return fast;
+  }
+  if (method === TAIL) {
+    const fast = await serveBinaryTail(env, req, body, { tenant: p.tenant, requestId });
     if (fast) return fast;
   }
   if (method === EXEC) {

@@ -116,9 +116,10 @@ export class SessionHost {
 
   /**
    * Tail (docs/follow.md): the committed records from `from`, then (with `follow`) each record as
-   * it commits and the running turn's deltas, as enveloped TailResponses (followers.ts).
+   * it commits and the running turn's deltas, as enveloped TailResponses (followers.ts); with
+   * `ending`, the whole answer in that protocol.
    */
-  tail(from: bigint, follow: boolean): Outcome<ReadableStream<Uint8Array>> {
+  tail(from: bigint, follow: boolean, ending?: Ending): Outcome<ReadableStream<Uint8Array>> {
     if (!this._s.exists()) return notFound();
     const head = this._s.journal.head().seq;
     if (from > head + 1n) {
@@ -127,7 +128,7 @@ export class SessionHost {
         `from_seq ${from} is past the session's head (seq ${head}): the next record will be seq ${head + 1n}; Tail from at most that`,
       );
     }
-    return success(this._s.followers.open(from, follow));
+    return success(this._s.followers.open(from, follow, ending));
   }
 
   exec(req: ExecRequest, stream: FrameSinkOptions = {}): Promise<ExecStart> {

@@ -13,15 +13,20 @@
  * with an `end` notice naming the seq to reconnect from, and its queue is freed. One timer for all
  * followers sends heartbeats on an idle follow and ends a follow that stayed idle too long.
  *
- * Each stream item is one Connect/gRPC-Web envelope holding a binary TailResponse; the Worker
- * relays them (worker/tail-service.ts). Tested in test/node/session/followers.test.ts.
+ * Each stream item is one Connect/gRPC-Web envelope holding a binary TailResponse. A follower
+ * opened with the caller's `Ending` is the whole answer of a binary Tail: its end item is followed
+ * by the stream's OK ending, and the Worker hands the stream to the caller untouched
+ * (worker/record-stream-route.ts); without one, the Worker's router relays the items
+ * (worker/tail-service.ts). Tested in test/node/session/followers.test.ts.
  * @internal
  */
 import { create } from "@bufbuild/protobuf";
 import { encodeBinary } from "../../proto/binary-writer.js";
+import { concatBytes } from "../../proto/bytes.js";
 import { type TailResponse, TailEnd_Reason, TailResponseSchema } from "../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import type { StoredRecord } from "../journal/journal.js";
+import { type Ending, streamEnd } from "../../proto/record-envelopes.js";
 
 export { TailEnd_Reason as TailEndReason };
 
@@ -44,6 +49,16 @@ export interface FollowClock {
   now(): number;
   setTimer(fn: () => void, ms: number): unknown;
   clearTimer(handle: unknown): void;
+}
+
+/** Why a follower left: the reader went away, or the object ended its stream (TailEnd's reasons). */
+export type LeaveReason = "canceled" | "head" | "idle" | "slow" | "gone";
+
+/** A follower that left: why, how long it followed, and how many records it was handed. */
+export interface Leave {
+  reason: LeaveReason;
+  ms: number;
+  records: number;
 }
 
 export const DEFAULT_FOLLOW_LIMITS: FollowLimits = { heartbeatMs: 15_000, idleLimitMs: 600_000, maxQueueBytes: 4 * 1024 * 1024 };
@@ -74,9 +89,14 @@ interface Follower {
   bytes: number;
   lastSentMs: number;
   lastActivityMs: number;
+  openedMs: number;
+  /** Records handed to the stream so far (a queued record is counted when it is handed on). */
+  records: number;
   wake?: () => void;
   ctl?: ReadableStreamDefaultController<Uint8Array>;
   done: boolean;
+  /** The caller's protocol, when this stream is the whole answer: its OK ending follows the end item. */
+  ending?: Ending;
 }
 
 export class Followers {
@@ -88,6 +108,8 @@ export class Followers {
     private readonly _source: () => FollowSource,
     private readonly _limits: FollowLimits = DEFAULT_FOLLOW_LIMITS,
     private readonly _clock: FollowClock = systemClock,
+    /** Told once of every follower that leaves (session/state.ts writes it as a log line). */
+    private readonly _onLeave?: (leave: Leave) => void,
   ) {}
 
   /** Followers attached now (live or catching up). */
@@ -95,11 +117,27 @@ export class Followers {
     return this._all.size;
   }
 
-  /** A Tail stream from `from` (at least 1): catch-up, then (with `follow`) every commit until it ends. */
-  open(from: bigint, follow: boolean): ReadableStream<Uint8Array> {
+  /**
+   * A Tail stream from `from` (at least 1): catch-up, then (with `follow`) every commit until it
+   * ends. With `ending`, the stream's last bytes after its end item are that protocol's OK ending.
+   */
+  open(from: bigint, follow: boolean, ending?: Ending): ReadableStream<Uint8Array> {
     const now = this._clock.now();
     const start = from < 1n ? 1n : from;
-    const f: Follower = { next: start, delivered: start, follow, live: false, queue: [], bytes: 0, lastSentMs: now, lastActivityMs: now, done: false };
+    const f: Follower = {
+      next: start,
+      delivered: start,
+      follow,
+      live: false,
+      queue: [],
+      bytes: 0,
+      lastSentMs: now,
+      lastActivityMs: now,
+      openedMs: now,
+      records: 0,
+      done: false,
+      ending,
+    };
     this._all.add(f);
     this._arm();
     return new ReadableStream<Uint8Array>(
@@ -219,7 +257,10 @@ export class Followers {
     for (const it of items) {
       out.set(it.bytes, at);
       at += it.bytes.length;
-      if (it.seq !== 0n) f.delivered = it.seq + 1n;
+      if (it.seq !== 0n) {
+        f.delivered = it.seq + 1n;
+        f.records++;
+      }
     }
     f.lastSentMs = this._clock.now();
     ctl.enqueue(out);
@@ -236,10 +277,11 @@ export class Followers {
   /** The end notice after whatever is queued (used when the follower is still reading). */
   private _queueEnd(f: Follower, reason: TailEnd_Reason): void {
     const reconnect = f.queue.reduce((at, it) => (it.seq !== 0n ? it.seq + 1n : at), f.delivered);
-    f.queue.push({ seq: 0n, bytes: envelope(endItem(reason, reconnect)) });
+    f.queue.push({ seq: 0n, bytes: endBytes(f, reason, reconnect) });
     f.done = true;
     this._all.delete(f);
     this._disarmIfIdle();
+    this._left(f, reason);
   }
 
   /**
@@ -253,8 +295,9 @@ export class Followers {
     f.bytes = 0;
     this._all.delete(f);
     this._disarmIfIdle();
+    this._left(f, reason);
     try {
-      f.ctl?.enqueue(envelope(endItem(reason, f.delivered)));
+      f.ctl?.enqueue(endBytes(f, reason, f.delivered));
     } catch {
       // the reader already went away
     }
@@ -263,12 +306,22 @@ export class Followers {
   }
 
   private _drop(f: Follower): void {
+    const leaving = !f.done;
     f.done = true;
     f.queue = [];
     f.bytes = 0;
+    if (leaving) this._left(f, "canceled");
     this._all.delete(f);
     this._disarmIfIdle();
     this._wake(f);
+  }
+
+  private _left(f: Follower, reason: TailEnd_Reason | "canceled"): void {
+    if (!this._onLeave) return;
+    const why: LeaveReason = reason === "canceled" ? reason : LEAVE_REASONS[reason];
+    // What is still queued goes out before the stream closes (an end at the head); a dropped queue is empty.
+    const queued = f.queue.reduce((n, it) => n + (it.seq !== 0n ? 1 : 0), 0);
+    this._onLeave({ reason: why, ms: this._clock.now() - f.openedMs, records: f.records + queued });
   }
 
   private _wake(f: Follower): void {
@@ -313,6 +366,14 @@ export class Followers {
   }
 }
 
+const LEAVE_REASONS: Record<TailEnd_Reason, LeaveReason> = {
+  [TailEnd_Reason.UNSPECIFIED]: "head",
+  [TailEnd_Reason.HEAD]: "head",
+  [TailEnd_Reason.IDLE]: "idle",
+  [TailEnd_Reason.SLOW]: "slow",
+  [TailEnd_Reason.GONE]: "gone",
+};
+
 function recordItem(r: StoredRecord): TailResponse {
   return create(TailResponseSchema, { item: { case: "record", value: logRecordWithEventBytes(r) } });
 }
@@ -323,6 +384,12 @@ function deltaItem(afterSeq: bigint, executionId: string, offset: bigint, chunk:
 
 function heartbeatItem(headSeq: bigint): TailResponse {
   return create(TailResponseSchema, { item: { case: "heartbeat", value: { headSeq } } });
+}
+
+/** The end item, and the stream's OK ending when the follower's stream is the whole answer. */
+function endBytes(f: Follower, reason: TailEnd_Reason, reconnectFromSeq: bigint): Uint8Array {
+  const item = envelope(endItem(reason, reconnectFromSeq));
+  return f.ending ? concatBytes([item, streamEnd(f.ending)]) : item;
 }
 
 function endItem(reason: TailEnd_Reason, reconnectFromSeq: bigint): TailResponse {

@@ -156,9 +156,12 @@ export class SessionObject extends DurableObject<Env> {
     return this._host.replay(from, to, ending);
   }
 
-  /** Tail's answer as one byte stream of enveloped TailResponses (objects/session/followers.ts). */
-  tail(from: bigint, follow: boolean): Outcome<ReadableStream<Uint8Array>> {
-    return this._host.tail(from, follow);
+  /**
+   * Tail's answer as one byte stream of enveloped TailResponses (objects/session/followers.ts);
+   * with `ending`, the whole answer in that protocol, its OK ending after the end item.
+   */
+  tail(from: bigint, follow: boolean, ending?: Ending): Outcome<ReadableStream<Uint8Array>> {
+    return this._host.tail(from, follow, ending);
   }
 
   read(from: bigint, to: bigint, limit: number): Outcome<StoredRecord[]> {

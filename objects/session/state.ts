@@ -249,7 +249,23 @@ export class SessionState {
       },
     );
     this.blobIndex = new SessionBlobs(d.db);
-    this.followers = new Followers(() => this.journal, d.follow);
+    // One line per follower that leaves (docs/follow.md): who followed is the rpc line's; this says
+    // how it ended, which the rpc line of a binary Tail, written as the answer starts, cannot.
+    this.followers = new Followers(
+      () => this.journal,
+      d.follow,
+      undefined,
+      (leave) =>
+        (d.log ?? writeLogLine)({
+          level: "info",
+          msg: "follow ended",
+          component: "session",
+          session: this._cachedUid(),
+          reason: leave.reason,
+          duration_ms: leave.ms,
+          records: leave.records,
+        }),
+    );
     this.reports = new DirectoryReports({
       send: (live) => this._sendReport(live),
       busy: () => this.live !== undefined,
@@ -268,12 +284,13 @@ export class SessionState {
   /** Call after the storage was replaced underneath (erase): nothing cached survives. */
   forget(): void {
     this._giveBackKept();
+    // First, while the session's metadata is still cached: each follower's line names the session.
+    this.followers.endAll(TailEndReason.GONE);
     this._initialized = false;
     this.meta.forget();
     this.journal = new Journal(this.d.db, this.d.maxEventBytes, this.d.clock);
     this.cache.reset();
     this.blobIndex.forget();
-    this.followers.endAll(TailEndReason.GONE);
     this.reports.forget();
   }
 
@@ -353,6 +370,15 @@ export class SessionState {
       return p;
     };
     return (event) => (blobRefsOf(event).length === 0 ? Promise.resolve(event) : resolveEvent(event, fetch, sha256Hex));
+  }
+
+  /** The session's uid for a log line, as far as this object knows it without failing (its storage may be gone). */
+  private _cachedUid(): string {
+    try {
+      return this.meta.load()?.uid ?? "";
+    } catch {
+      return "";
+    }
   }
 
   get uid(): string {

@@ -1,7 +1,7 @@
 /**
  * The binary fast paths in front of the router (worker/exec-stream-route.ts,
  * worker/record-stream-route.ts) against the router itself, on a real `wrangler dev`: a binary
- * Exec or Replay (one plain envelope) takes the fast path; the same call in JSON, or with a
+ * Exec, Replay or Tail (one plain envelope) takes the fast path; the same call in JSON, or with a
  * deadline header, goes through connect-es. Both must give the same messages, the same errors in
  * the same words, and a well-formed ending in Connect and gRPC-Web alike.
  */
@@ -9,6 +9,7 @@ import { create, fromBinary, fromJson, toBinary, toJson } from "@bufbuild/protob
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecRequestSchema, ExecUpdateSchema, ReplayRequestSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { TailRequestSchema, TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { ChainVerifier } from "../../../proto/verify.js";
 import { type Host, startHost } from "../support/host.js";
@@ -43,7 +44,9 @@ async function call(
   body: Uint8Array,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; frames: Frame[]; bytes: number; contentLength: string | null }> {
-  const res = await fetch(`${host.url}/agentsessions.v1.Sessions/${method}`, {
+  // A method with its service (Service/Method) names it whole; otherwise it is one of Sessions'.
+  const path = method.includes("/") ? method : `agentsessions.v1.Sessions/${method}`;
+  const res = await fetch(`${host.url}/${path}`, {
     method: "POST",
     headers: { "content-type": contentType, ...headers },
     body: body as Uint8Array<ArrayBuffer>,
@@ -191,5 +194,59 @@ describe("binary fast paths against the router", () => {
     expect(v.report()).toMatchObject({ ok: true, records: head });
     expect(fast.frames.at(-1)!.flags).toBe(0x02);
     expect(JSON.parse(text(fast.frames.at(-1)!.data))).toEqual({});
+  });
+
+  const TAIL = "agentsessions.edge.v1.Tail/Tail";
+  const tailBody = (req: ReturnType<typeof create<typeof TailRequestSchema>>, json: boolean) =>
+    envelopeFrame(0, json ? new TextEncoder().encode(JSON.stringify(toJson(TailRequestSchema, req))) : toBinary(TailRequestSchema, req));
+  /** A Tail answer's items as binary TailResponses (JSON ones re-encoded), and its end-stream JSON. */
+  const tailStream = (r: { frames: Frame[] }, json: boolean) => ({
+    items: r.frames
+      .filter((f) => (f.flags & 0x02) === 0)
+      .map((f) => (json ? toBinary(TailResponseSchema, fromJson(TailResponseSchema, JSON.parse(text(f.data)))) : f.data)),
+    end: connectStream(r, json).end,
+  });
+
+  it("tail: the binary fast path and the JSON router serve the same records and end item, ending OK", async () => {
+    const uid = (await host.client.create({ name: "tail" })).metadata!.uid;
+    await host.client.exec({ session: uid, inputs: ["one"] });
+    await host.client.exec({ session: uid, inputs: ["two"] });
+    const req = create(TailRequestSchema, { session: uid, fromSeq: 3n, follow: false });
+    const fast = tailStream(await call(TAIL, "application/connect+proto", tailBody(req, false)), false);
+    const routed = tailStream(await call(TAIL, "application/connect+json", tailBody(req, true)), true);
+    const cases = fast.items.map((b) => fromBinary(TailResponseSchema, b).item.case);
+    expect(cases).toEqual([...Array<string>(8).fill("record"), "end"]);
+    expect(fromBinary(TailResponseSchema, fast.items.at(-1)!).item.value).toMatchObject({ reconnectFromSeq: 11n });
+    expect(fast.items).toEqual(routed.items);
+    expect(fast.end).toEqual({});
+    expect(routed.end).toEqual({});
+  });
+
+  it("tail: refusals carry the router's code and words (no session, a malformed uid, from_seq past the head, a negative from_seq)", async () => {
+    const uid = (await host.client.create({ name: "tail-refusals" })).metadata!.uid;
+    await host.client.exec({ session: uid, inputs: ["one"] });
+    const cases = [
+      create(TailRequestSchema, { session: "sess-000000000000000000000000", follow: true }),
+      create(TailRequestSchema, { session: "not-a-uid", follow: true }),
+      create(TailRequestSchema, { session: uid, fromSeq: 9n, follow: true }),
+      create(TailRequestSchema, { session: uid, fromSeq: -2n, follow: false }),
+    ];
+    for (const req of cases) {
+      const fast = tailStream(await call(TAIL, "application/connect+proto", tailBody(req, false)), false);
+      const routed = tailStream(await call(TAIL, "application/connect+json", tailBody(req, true)), true);
+      expect(fast.end?.error, req.session).toBeDefined();
+      expect(fast, req.session).toEqual(routed);
+    }
+  });
+
+  it("tail over gRPC-Web: the object's follower ends the answer with the trailer frame, grpc-status 0", async () => {
+    const uid = (await host.client.create({ name: "tail-grpc-web" })).metadata!.uid;
+    await host.client.exec({ session: uid, inputs: ["one"] });
+    const r = await call(TAIL, "application/grpc-web+proto", tailBody(create(TailRequestSchema, { session: uid, follow: false }), false), {
+      "x-grpc-web": "1",
+    });
+    expect(r.frames.map((f) => f.flags)).toEqual([0, 0, 0, 0, 0, 0, 0x80]);
+    expect(fromBinary(TailResponseSchema, r.frames[5]!.data).item.case).toBe("end");
+    expect(text(r.frames[6]!.data)).toMatch(/^grpc-status: ?0\r\n$/);
   });
 });

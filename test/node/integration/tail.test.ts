@@ -11,7 +11,9 @@ import { createHash } from "node:crypto";
 import { connect, createServer, type Socket } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TailEnd_Reason } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
+import { TailEnd_Reason, TailRequestSchema, TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { envelopeFrame } from "../../../proto/record-envelopes.js";
 import { EventKind, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { textOf } from "../../../proto/messages.js";
 import { SessionsClient } from "../../../sdk/client.js";
@@ -347,6 +349,12 @@ describe("Tail against wrangler dev", () => {
       headers: { "content-type": "application/connect+json", authorization: `Bearer ${KEYS.aRead.token}` },
       body: frame,
     });
+    // The same in binary: the object's own stream, relayed by workerd (worker/record-stream-route.ts).
+    const slowBinary = await fetch(`${host.url}/agentsessions.edge.v1.Tail/Tail`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+proto", authorization: `Bearer ${KEYS.aRead.token}` },
+      body: envelopeFrame(0, toBinary(TailRequestSchema, create(TailRequestSchema, { session: uid, fromSeq: 1n, follow: true }))),
+    });
     const turns = 24;
     const big = "x".repeat(400_000);
     const fast = follow(reader, uid, (rs) => rs.filter(isEnd).length === turns + 1);
@@ -369,6 +377,21 @@ describe("Tail against wrangler dev", () => {
     expect(recs).toEqual(Array.from({ length: recs.length }, (_, i) => BigInt(i + 1)));
     expect(BigInt(end.reconnectFromSeq!)).toBe(BigInt(recs.length + 1));
     expect(recs.length).toBeLessThan(journal.length);
+    // The binary stream: contiguous records from 1, the cut-off notice, then the stream's OK end.
+    const bin = new Uint8Array(await slowBinary.arrayBuffer());
+    const frames: { flags: number; data: Uint8Array }[] = [];
+    for (let at = 0; at < bin.length; ) {
+      const len = new DataView(bin.buffer, at + 1, 4).getUint32(0);
+      frames.push({ flags: bin[at]!, data: bin.subarray(at + 5, at + 5 + len) });
+      at += 5 + len;
+    }
+    const binItems = frames.filter((f) => f.flags === 0).map((f) => fromBinary(TailResponseSchema, f.data).item);
+    const binRecs = binItems.flatMap((i) => (i.case === "record" ? [i.value.seq] : []));
+    expect(binRecs).toEqual(Array.from({ length: binRecs.length }, (_, i) => BigInt(i + 1)));
+    expect(binItems.at(-1)).toMatchObject({ case: "end", value: { reason: TailEnd_Reason.SLOW, reconnectFromSeq: BigInt(binRecs.length + 1) } });
+    expect(binRecs.length).toBeLessThan(journal.length);
+    expect(frames.at(-1)!.flags).toBe(0x02);
+    expect(new TextDecoder().decode(frames.at(-1)!.data)).toBe("{}");
   }, 240_000);
 
   it("tail: an idle follow gets heartbeats (the SDK hides them) and records still arrive after them", async () => {

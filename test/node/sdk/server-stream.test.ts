@@ -1,19 +1,21 @@
 /**
- * SessionsClient.replay and exec read binary streams off the wire (sdk/server-stream.ts): against
- * the shared wrangler dev, their messages, errors and cancellation must be connect-es's own
- * (client.raw.replay and client.raw.exec, the reference), for whole journals, ranges, turns and
- * refusals; against a stand-in server, a stream cut short is UNAVAILABLE.
+ * SessionsClient.replay, exec and tail read binary streams off the wire (sdk/server-stream.ts):
+ * against the shared wrangler dev, their messages, errors and cancellation must be connect-es's own
+ * (client.raw.replay, client.raw.exec and client.rawTail.tail, the reference), for whole journals,
+ * ranges, turns, follows and refusals; against a stand-in server, a stream cut short is
+ * UNAVAILABLE, and a follow cut short reconnects from the seq after its last record.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, inject, it } from "vitest";
 import { EventKind, LogRecordSchema, type LogRecord } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { ExecRequestSchema, type ExecUpdate, ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../../../proto/messages.js";
 import { SessionsClient } from "../../../sdk/client.js";
-import { execUpdates } from "../../../sdk/server-stream.js";
+import { execUpdates, tailResponses } from "../../../sdk/server-stream.js";
+import { TailEnd_Reason, TailRequestSchema, type TailResponse, TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 
 const client = new SessionsClient({ server: inject("serverUrl") });
 
@@ -189,3 +191,101 @@ describe("exec off the wire", () => {
     }
   });
 });
+
+/** A Tail stream's items as hex of their binary form, and the error it ended with. */
+async function items(it: AsyncIterable<TailResponse>): Promise<{ items: string[]; error?: { code: Code; message: string } }> {
+  const out: string[] = [];
+  try {
+    for await (const r of it) out.push(Buffer.from(toBinary(TailResponseSchema, r)).toString("hex"));
+    return { items: out };
+  } catch (e) {
+    const err = ConnectError.from(e);
+    return { items: out, error: { code: err.code, message: err.rawMessage } };
+  }
+}
+
+describe("tail off the wire", () => {
+  const wire = { baseUrl: inject("serverUrl"), fetch: (i: RequestInfo | URL, init?: RequestInit) => fetch(i, init) };
+
+  it("tail: a follow to the head gives connect-es's items, byte for byte, and SessionsClient.tail the journal's records", async () => {
+    const uid = (await client.create({ name: "wire-tail" })).metadata!.uid;
+    // Long inputs, so the answer spans chunks and envelopes straddle them.
+    for (let i = 0; i < 6; i++) await client.exec({ session: uid, inputs: Array.from({ length: 10 }, (_, k) => `${i}.${k} `.padEnd(2000, "t")) });
+    for (const fromSeq of [1n, 40n, 85n]) {
+      const mine = await items(tailResponses(wire, { session: uid, fromSeq, follow: false }));
+      const reference = await items(client.rawTail.tail({ session: uid, fromSeq, follow: false }));
+      expect(mine.error).toBeUndefined();
+      expect(mine.items.length, `from ${fromSeq}`).toBe(reference.items.length);
+      expect(mine.items).toEqual(reference.items);
+    }
+    const records: string[] = [];
+    for await (const ev of client.tail(uid, { follow: false }))
+      if (ev.kind === "record") records.push(Buffer.from(toBinary(LogRecordSchema, ev.record)).toString("hex"));
+    expect(records).toEqual((await collect(client.replay(uid))).records);
+  });
+
+  it("tail: refusals carry connect-es's code and message (unknown session, malformed uid, past the head)", async () => {
+    const uid = (await client.create({ name: "wire-tail-refusals" })).metadata!.uid;
+    await client.exec({ session: uid, inputs: ["x"] });
+    for (const [session, fromSeq] of [
+      ["sess-000000000000000000000000", 1n],
+      ["not a uid", 1n],
+      [uid, 50n],
+    ] as const) {
+      const mine = await items(tailResponses(wire, { session, fromSeq, follow: true }));
+      const reference = await items(client.rawTail.tail({ session, fromSeq, follow: true }));
+      expect(mine.error, session).toBeDefined();
+      expect(mine).toEqual(reference);
+    }
+  });
+
+  it("tail: a follow cut short reconnects from the seq after its last record, and delivers each record once", async () => {
+    const uid = "sess-000000000000000000000001";
+    const envelope = (r: TailResponse) => {
+      const b = toBinary(TailResponseSchema, r);
+      const e = Buffer.alloc(5 + b.length);
+      e.writeUInt32BE(b.length, 1);
+      e.set(b, 5);
+      return e;
+    };
+    const record = (seq: bigint) => create(TailResponseSchema, { item: { case: "record", value: { seq } } });
+    const asked: bigint[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks);
+        const from = fromTail(body.subarray(5));
+        asked.push(from);
+        res.writeHead(200, { "content-type": "application/connect+proto" });
+        if (asked.length === 1) {
+          // Two records, the third cut mid-envelope, and no end: an object that went away.
+          const third = envelope(record(3n));
+          res.end(Buffer.concat([envelope(record(1n)), envelope(record(2n)), third.subarray(0, 4)]));
+          return;
+        }
+        const end = create(TailResponseSchema, { item: { case: "end", value: { reason: TailEnd_Reason.HEAD, reconnectFromSeq: 5n } } });
+        res.end(Buffer.concat([envelope(record(from)), envelope(record(from + 1n)), envelope(end), Buffer.from([2, 0, 0, 0, 2]), Buffer.from("{}")]));
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    try {
+      const standIn = new SessionsClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const seen: bigint[] = [];
+      const reconnects: string[] = [];
+      for await (const ev of standIn.tail(uid, { follow: false, backoffMs: 1, onReconnect: (from, why) => reconnects.push(`${from} ${why}`) })) {
+        if (ev.kind === "record") seen.push(ev.record.seq);
+      }
+      expect(seen).toEqual([1n, 2n, 3n, 4n]);
+      expect(asked).toEqual([1n, 3n]);
+      expect(reconnects).toEqual(["3 Unavailable: the Tail stream ended without its end frame: Tail again from the seq after the last record received"]);
+    } finally {
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
+});
+
+/** The from_seq of a binary TailRequest. */
+function fromTail(message: Uint8Array): bigint {
+  return fromBinary(TailRequestSchema, message).fromSeq;
+}

@@ -207,6 +207,29 @@ describe("SessionHost", () => {
     expect(JSON.stringify(l2)).not.toMatch(/fence/i);
   });
 
+  it("tail: one INFO line per follower that leaves, naming the session, why and how many records; a delete ends the rest as gone", async () => {
+    const { host, logs } = setup();
+    const uid = await createSession(host, "echo");
+    await drain(host.exec(execReq({ inputs: [userText("secret words")] })));
+    // To the head, as a binary Tail's whole answer: five records, then the end and the ending.
+    const head = host.tail(1n, false, "connect");
+    if (!head.ok) throw new Error(head.message);
+    const bytes = new Uint8Array(await new Response(head.value).arrayBuffer());
+    expect([...bytes.subarray(bytes.length - 7)]).toEqual([2, 0, 0, 0, 2, 123, 125]);
+    const live = host.tail(1n, true);
+    if (!live.ok) throw new Error(live.message);
+    const reader = live.value.getReader();
+    // Caught up: the five records and the heartbeat, in one chunk.
+    expect((await reader.read()).value!.length).toBeGreaterThan(0);
+    expect((await host.delete(async () => undefined)).ok).toBe(true);
+    while (!(await reader.read()).done);
+    expect(logs.filter((l) => l.msg === "follow ended")).toEqual([
+      { level: "info", msg: "follow ended", component: "session", session: uid, reason: "head", duration_ms: expect.any(Number), records: 5 },
+      { level: "info", msg: "follow ended", component: "session", session: uid, reason: "gone", duration_ms: expect.any(Number), records: 5 },
+    ]);
+    expect(JSON.stringify(logs)).not.toContain("secret words");
+  });
+
   it("placement logs: admitting the same built-in harness again writes no line; any other decision does, and the next admission after it too", async () => {
     const memory: Harness = { describe: () => descriptor("counter", Resumability.REQUIRES_MEMORY_SNAPSHOT), run: async () => {} };
     const { host, logs } = setup({ memory });

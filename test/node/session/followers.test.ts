@@ -1,14 +1,15 @@
 /**
  * The fan-out point (objects/session/followers.ts) over a real journal on sql.js: catch-up then
  * live, exactly once and in order, one encoding per commit, deltas after the last record, the
- * queue bound, heartbeats and the idle limit on a fake clock.
+ * queue bound, heartbeats and the idle limit on a fake clock; a stream that is the whole answer
+ * (its protocol's ending after the end item), and the report of every follower that leaves.
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { type TailResponse, TailEnd_Reason, TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
-import { type FollowClock, type FollowLimits, Followers } from "../../../objects/session/followers.js";
+import { type FollowClock, type FollowLimits, Followers, type Leave } from "../../../objects/session/followers.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
 function output(text: string): Event {
@@ -47,12 +48,12 @@ class FakeClock implements FollowClock {
   }
 }
 
-function setup(limits: Partial<FollowLimits> = {}) {
+function setup(limits: Partial<FollowLimits> = {}, onLeave?: (leave: Leave) => void) {
   const db = createTestDb();
   for (const s of JOURNAL_SCHEMA) db.query(s);
   const journal = new Journal(db);
   const clock = new FakeClock();
-  const followers = new Followers(() => journal, { heartbeatMs: 1000, idleLimitMs: 10_000, maxQueueBytes: 1 << 20, ...limits }, clock);
+  const followers = new Followers(() => journal, { heartbeatMs: 1000, idleLimitMs: 10_000, maxQueueBytes: 1 << 20, ...limits }, clock, onLeave);
   const commit = (...texts: string[]) => {
     const r = journal.append(texts.map(output), { fence: 0n });
     if (!r.ok) throw new Error(r.reason);
@@ -206,5 +207,84 @@ describe("Followers", () => {
     followers.endAll(TailEnd_Reason.GONE);
     while (!f.closed) await f.pull();
     expect(ends(f.items)).toEqual([expect.objectContaining({ reason: TailEnd_Reason.GONE, reconnectFromSeq: 3n })]);
+  });
+
+  it("open with an ending: the stream is the whole answer, its end item followed by that protocol's OK ending", async () => {
+    /** Every envelope of the whole stream: flags and payload. */
+    const envelopes = async (stream: ReadableStream<Uint8Array>) => {
+      const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+      const out: { flags: number; payload: Uint8Array }[] = [];
+      for (let at = 0; at < bytes.length; ) {
+        const len = new DataView(bytes.buffer, at + 1, 4).getUint32(0);
+        out.push({ flags: bytes[at]!, payload: bytes.subarray(at + 5, at + 5 + len) });
+        at += 5 + len;
+      }
+      return out;
+    };
+    const item = (e: { payload: Uint8Array }) => fromBinary(TailResponseSchema, e.payload).item;
+    const text = (e: { payload: Uint8Array }) => new TextDecoder().decode(e.payload);
+
+    // At the head (the end queued after the records), in Connect: the end-stream frame `{}`.
+    const { followers, commit, clock } = setup({ heartbeatMs: 1000, idleLimitMs: 5000 });
+    commit("a", "b");
+    const head = await envelopes(followers.open(1n, false, "connect"));
+    expect(head.map((e) => e.flags)).toEqual([0, 0, 0, 0x02]);
+    expect(item(head[2]!)).toMatchObject({ case: "end", value: { reason: TailEnd_Reason.HEAD, reconnectFromSeq: 3n } });
+    expect(text(head[3]!)).toBe("{}");
+
+    // Ended now (the session deleted), in gRPC-Web: the trailer frame with status 0.
+    const gone = followers.open(1n, true, "grpc-web");
+    const all = envelopes(gone);
+    await Promise.resolve();
+    followers.endAll(TailEnd_Reason.GONE);
+    const g = await all;
+    expect(g.at(-1)!.flags).toBe(0x80);
+    expect(text(g.at(-1)!)).toBe("grpc-status: 0\r\n");
+    expect(item(g.at(-2)!)).toMatchObject({ case: "end", value: { reason: TailEnd_Reason.GONE } });
+
+    // Idle: the same ending after the notice; a stream without an ending has none.
+    const idle = envelopes(followers.open(3n, true, "connect"));
+    const plain = envelopes(followers.open(3n, true));
+    await Promise.resolve();
+    clock.advance(6000);
+    const [i, p] = await Promise.all([idle, plain]);
+    expect(i.map((e) => e.flags).slice(-2)).toEqual([0, 0x02]);
+    expect(item(i.at(-2)!)).toMatchObject({ case: "end", value: { reason: TailEnd_Reason.IDLE } });
+    expect(p.every((e) => e.flags === 0)).toBe(true);
+    expect(item(p.at(-1)!)).toMatchObject({ case: "end", value: { reason: TailEnd_Reason.IDLE } });
+  });
+
+  it("onLeave: each follower that leaves is reported once, with why and how many records it was handed", async () => {
+    const left: Leave[] = [];
+    const { followers, commit, clock } = setup({ heartbeatMs: 1000, idleLimitMs: 5000 }, (l) => left.push(l));
+    commit("a", "b", "c");
+    // Canceled by its reader after two records were handed on.
+    const c = reader(followers.open(2n, true));
+    await c.pull();
+    clock.advance(250);
+    await c.cancel();
+    // At the head, without follow: the records queued with its end count.
+    const h = reader(followers.open(1n, false));
+    while (!h.closed) await h.pull();
+    // Idle, and gone.
+    const i = reader(followers.open(4n, true));
+    await i.pull();
+    clock.advance(6000);
+    while (!i.closed) await i.pull();
+    const g = reader(followers.open(1n, true));
+    await g.pull();
+    followers.endAll(TailEnd_Reason.GONE);
+    while (!g.closed) await g.pull();
+    await g.cancel();
+    expect(left).toEqual([
+      { reason: "canceled", ms: 250, records: 2 },
+      { reason: "head", ms: 0, records: 3 },
+      { reason: "idle", ms: expect.any(Number), records: 0 },
+      { reason: "gone", ms: 0, records: 3 },
+    ]);
+    // Ended at the first tick past the idle limit.
+    expect(left[2]!.ms).toBeGreaterThanOrEqual(5000);
+    expect(left[2]!.ms).toBeLessThanOrEqual(6000);
+    expect(followers.size).toBe(0);
   });
 });
