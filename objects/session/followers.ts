@@ -237,6 +237,10 @@ export class Followers {
       return;
     }
     f.live = true;
+    // The page just read is being read now and never counts against the bound (_push): a last
+    // page over it would otherwise cut the follower off the moment it goes live, and its reconnect
+    // would read the same page again.
+    f.bytes = 0;
     f.lastActivityMs = this._clock.now();
     // "Caught up": the client learns the head at once, even when nothing is running.
     this._push(f, { seq: 0n, bytes: envelope(heartbeatItem(head)) });

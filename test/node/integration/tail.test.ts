@@ -392,6 +392,12 @@ describe("Tail against wrangler dev", () => {
     expect(binRecs.length).toBeLessThan(journal.length);
     expect(frames.at(-1)!.flags).toBe(0x02);
     expect(new TextDecoder().decode(frames.at(-1)!.data)).toBe("{}");
+    // A new follower catches up over all of it (catch-up pages far over the bound) and goes live
+    // without being cut off: its last page does not count against the bound.
+    const late = follow(reader, uid, (rs) => rs.length === journal.length);
+    await late.done;
+    expect(late.records).toEqual(journal);
+    expect(late.reconnects).toBe(0);
   }, 240_000);
 
   it("tail: an idle follow gets heartbeats (the SDK hides them) and records still arrive after them", async () => {

@@ -184,6 +184,23 @@ describe("Followers", () => {
     expect(ends(slow.items)).toEqual([expect.objectContaining({ reason: TailEnd_Reason.SLOW, reconnectFromSeq: 2n })]);
   });
 
+  it("open: a last catch-up page larger than the queue bound is read, and the follower goes live, not cut off", async () => {
+    const { followers, commit } = setup({ maxQueueBytes: 2000 });
+    // Four records of 900 bytes: one page, twice the bound.
+    commit(..."abcd".split("").map((c) => c.repeat(900)));
+    const f = reader(followers.open(1n, true));
+    while (!f.items.some((i) => i.item.case === "heartbeat") && !f.closed) await f.pull();
+    expect(seqs(f.items)).toEqual([1n, 2n, 3n, 4n]);
+    expect(ends(f.items)).toEqual([]);
+    expect(followers.size).toBe(1);
+    // Live now: the bound counts what is queued from here on.
+    const next = f.pull();
+    commit("e");
+    await next;
+    expect(seqs(f.items)).toEqual([1n, 2n, 3n, 4n, 5n]);
+    await f.cancel();
+  });
+
   it("tick: heartbeats an idle follow, then ends it after the idle limit", async () => {
     const { followers, commit, clock } = setup({ heartbeatMs: 1000, idleLimitMs: 5000 });
     commit("a");
