@@ -353,7 +353,7 @@ describe("Tail against wrangler dev", () => {
     const slowBinary = await fetch(`${host.url}/agentsessions.edge.v1.Tail/Tail`, {
       method: "POST",
       headers: { "content-type": "application/connect+proto", authorization: `Bearer ${KEYS.aRead.token}` },
-      body: envelopeFrame(0, toBinary(TailRequestSchema, create(TailRequestSchema, { session: uid, fromSeq: 1n, follow: true }))),
+      body: envelopeFrame(0, toBinary(TailRequestSchema, create(TailRequestSchema, { session: uid, fromSeq: 1n, follow: true }))) as Uint8Array<ArrayBuffer>,
     });
     const turns = 24;
     const big = "x".repeat(400_000);
