@@ -58,12 +58,13 @@ const elapsed = () => {
   return `${((performance.now() - started) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(1)}`;
 };
 
-async function fresh(systems: System[]): Promise<Map<SystemName, number[]>> {
+/** `rounds` rounds of a new session per system, `turns` timed turns each; sessions are named `<name>-<round>`. */
+async function freshSessions(systems: System[], name: string, rounds: number, turns: number): Promise<Map<SystemName, number[]>> {
   const times = new Map<SystemName, number[]>(systems.map((s) => [s.name, []]));
-  for (let r = 0; r < cfg.freshRounds; r++) {
+  for (let r = 0; r < rounds; r++) {
     for (const sys of roundOrder(systems, r)) {
-      const s = await sys.open(`fresh-${r}`, "fresh");
-      for (let i = 1; i <= cfg.freshTurns; i++) times.get(sys.name)!.push(await s.turn(`fresh turn ${i}`));
+      const s = await sys.open(`${name}-${r}`, "fresh");
+      for (let i = 1; i <= turns; i++) times.get(sys.name)!.push(await s.turn(`${name} turn ${i}`));
       await s.close();
     }
   }
@@ -294,17 +295,11 @@ async function main(cleanup: Cleanup): Promise<void> {
   // V8 compiles a hot path only after many calls: ours' fresh turns took 4.5 ms over its first 200
   // and about 3 ms after 600. Every system gets the same, interleaved.
   log(`warm-up (${cfg.warmSessions} sessions × ${cfg.warmTurns} turns) … [${elapsed()}]`);
-  for (let r = 0; r < cfg.warmSessions; r++) {
-    for (const sys of roundOrder(systems, r)) {
-      const s = await sys.open(`warm-${r}`, "fresh");
-      for (let i = 0; i < cfg.warmTurns; i++) await s.turn(`warm ${r}.${i}`);
-      await s.close();
-    }
-  }
+  await freshSessions(systems, "warm", cfg.warmSessions, cfg.warmTurns);
 
   const metrics: Metric[] = [];
   log(`fresh sessions (${cfg.freshRounds} rounds × ${cfg.freshTurns} turns) … [${elapsed()}]`);
-  const f = await fresh(systems);
+  const f = await freshSessions(systems, "fresh", cfg.freshRounds, cfg.freshTurns);
   metrics.push({ key: "fresh_turn_ms", label: `fresh session, turns 1–${cfg.freshTurns}, median`, unit: "ms", better: "lower", values: byName(f, median) });
 
   const long = new Map<SystemName, PeerSession>();
