@@ -31,8 +31,16 @@ export interface StreamWire {
 /** What reading a stream needs of an answer: a `Response` is one. */
 export interface StreamAnswer {
   status: number;
-  body: ReadableStream<Uint8Array> | null;
+  body: StreamBody | null;
   text(): Promise<string>;
+}
+
+/**
+ * What reading a stream needs of a body: a `ReadableStream` is one, and so is sdk/node's lighter
+ * queue over the socket (a web stream in Node costs more CPU than the read of a turn's answer).
+ */
+export interface StreamBody {
+  getReader(): { read(): Promise<ReadableStreamReadResult<Uint8Array>>; cancel(reason?: unknown): Promise<void> };
 }
 
 /** A POST of a stream request, answered without building a `Response`. */

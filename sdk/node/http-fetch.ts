@@ -13,7 +13,7 @@
  */
 import http from "node:http";
 import https from "node:https";
-import { STREAM_CALL, type StreamCall } from "../server-stream.js";
+import { STREAM_CALL, type StreamBody, type StreamCall } from "../server-stream.js";
 
 /**
  * Idle connections close after 4 s, as undici's do by default: a server closes an idle one in its
@@ -45,7 +45,7 @@ export const nodeFetch: typeof globalThis.fetch = (input, init = {}) => {
   const agent = url && agents[url.protocol as keyof typeof agents];
   // A Request object, a streamed or form body, or a redirect to follow: Node's fetch does those.
   if (!url || !agent || init.redirect !== "manual" || !plainBody(init.body)) return globalThis.fetch(input, init);
-  return send(url, agent, init.method ?? "GET", headerRecord(init.headers), init.body, init.signal ?? undefined).then((a) => {
+  return send(url, agent, init.method ?? "GET", headerRecord(init.headers), init.body, init.signal ?? undefined, webFeed).then((a) => {
     const headers = new Headers();
     for (let i = 0; i + 1 < a.rawHeaders.length; i += 2) headers.append(a.rawHeaders[i]!, a.rawHeaders[i + 1]!);
     try {
@@ -67,7 +67,7 @@ const streamCall: StreamCall = async (input, init) => {
   const url = new URL(input);
   const agent = agents[url.protocol as keyof typeof agents];
   if (!agent) throw new TypeError(`fetch failed: ${url.protocol} is not http or https`);
-  const a = await send(url, agent, "POST", lowerCased(init.headers), init.body, init.signal);
+  const a = await send(url, agent, "POST", lowerCased(init.headers), init.body, init.signal, queueFeed);
   return {
     status: a.status,
     body: a.body,
@@ -105,7 +105,7 @@ function lowerCased(h: Record<string, string>): Record<string, string> {
   return out;
 }
 
-async function bytesOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+async function bytesOf(body: StreamBody): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   const reader = body.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
@@ -113,16 +113,146 @@ async function bytesOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
 }
 
 /** An answer's status line, headers and body, before anything is made of them. */
-interface Answer {
+interface Answer<B> {
   status: number;
   statusText: string | undefined;
   rawHeaders: string[];
-  body: ReadableStream<Uint8Array> | null;
+  body: B | null;
   /** Drops the connection: the answer is not wanted after all. */
   discard(): void;
 }
 
-function send(url: URL, agent: http.Agent, verb: string, headers: Record<string, string>, body: Body, signal: AbortSignal | undefined): Promise<Answer> {
+/**
+ * What an answer's body becomes, fed from the socket: `push` says false when its reader is behind
+ * (the socket then stops being read until `resume`); after `end` or `fail` nothing more is fed.
+ */
+interface Feed<B> {
+  body: B;
+  push(chunk: Uint8Array): boolean;
+  end(): void;
+  fail(reason: unknown): void;
+}
+interface FeedHooks {
+  /** The reader wants more: read the socket again. */
+  resume(): void;
+  /** The reader gave up: close the connection. */
+  cancel(): void;
+}
+type FeedOf<B> = (hooks: FeedHooks) => Feed<B>;
+
+/** A web stream, for `nodeFetch`'s `Response`. */
+const webFeed: FeedOf<ReadableStream<Uint8Array>> = (hooks) => {
+  let ctl!: ReadableStreamDefaultController<Uint8Array>;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        ctl = c;
+      },
+      pull: () => hooks.resume(),
+      cancel: () => hooks.cancel(),
+    },
+    BODY_BUFFER,
+  );
+  return {
+    body,
+    push(chunk) {
+      ctl.enqueue(chunk);
+      return (ctl.desiredSize ?? 1) > 0;
+    },
+    end: () => ctl.close(),
+    fail: (reason) => ctl.error(reason),
+  };
+};
+
+/**
+ * The SDK's own streams read a plain queue of the socket's chunks: a web stream's machinery (its
+ * controller, queue and transferable setup) cost more of the client's CPU than reading a turn's
+ * frames did. It reads as a stream's reader does: chunks in order, then done; a failure (abort,
+ * connection lost) drops what is queued and fails the next read; `cancel` closes the connection.
+ */
+class ChunkQueue implements StreamBody {
+  private readonly _chunks: Uint8Array[] = [];
+  private _bytes = 0;
+  private _paused = false;
+  private _ended = false;
+  private _error: { reason: unknown } | undefined;
+  private _waiting: { ok(r: ReadableStreamReadResult<Uint8Array>): void; fail(reason: unknown): void } | undefined;
+
+  constructor(private readonly _hooks: FeedHooks) {}
+
+  getReader(): ChunkQueue {
+    return this;
+  }
+
+  push(chunk: Uint8Array): boolean {
+    const w = this._waiting;
+    if (w) {
+      this._waiting = undefined;
+      w.ok({ done: false, value: chunk });
+      return true;
+    }
+    this._chunks.push(chunk);
+    this._bytes += chunk.length;
+    this._paused = this._bytes >= BODY_BUFFER.highWaterMark;
+    return !this._paused;
+  }
+
+  end(): void {
+    this._ended = true;
+    const w = this._waiting;
+    this._waiting = undefined;
+    w?.ok(DONE);
+  }
+
+  fail(reason: unknown): void {
+    this._error = { reason };
+    this._chunks.length = 0;
+    const w = this._waiting;
+    this._waiting = undefined;
+    w?.fail(reason);
+  }
+
+  read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    if (this._error) return Promise.reject(this._error.reason);
+    const value = this._chunks.shift();
+    if (value) {
+      this._bytes -= value.length;
+      if (this._paused && this._bytes < BODY_BUFFER.highWaterMark) {
+        this._paused = false;
+        this._hooks.resume();
+      }
+      return Promise.resolve({ done: false, value });
+    }
+    if (this._ended) return Promise.resolve(DONE);
+    return new Promise((ok, fail) => {
+      this._waiting = { ok, fail };
+    });
+  }
+
+  cancel(): Promise<void> {
+    if (!this._ended && !this._error) this._hooks.cancel();
+    this._ended = true;
+    this._chunks.length = 0;
+    return Promise.resolve();
+  }
+}
+
+const DONE = { done: true, value: undefined } as ReadableStreamReadResult<Uint8Array>;
+
+const queueFeed: FeedOf<ChunkQueue> = (hooks) => {
+  const q = new ChunkQueue(hooks);
+  return { body: q, push: (c) => q.push(c), end: () => q.end(), fail: (r) => q.fail(r) };
+};
+
+function send<B>(
+  url: URL,
+  agent: http.Agent,
+  verb: string,
+  headers: Record<string, string>,
+  body: Body,
+  signal: AbortSignal | undefined,
+  feedOf: FeedOf<B>,
+): Promise<Answer<B>> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   const bytes = typeof body === "string" ? Buffer.from(body) : body;
   const method = verb.toUpperCase();
@@ -130,30 +260,37 @@ function send(url: URL, agent: http.Agent, verb: string, headers: Record<string,
   if (bytes || (method !== "GET" && method !== "HEAD")) headers["content-length"] = String(bytes?.length ?? 0);
   const request = (url.protocol === "https:" ? https : http).request;
 
-  return new Promise<Answer>((ok, fail) => {
+  return new Promise<Answer<B>>((ok, fail) => {
     const req = request(url, { method, headers, agent });
     let settled = false;
-    let abortBody: ((reason: unknown) => void) | undefined;
+    // The body being fed; undefined once it ended, failed or was canceled (bytes still in flight
+    // after that are dropped).
+    let feed: Feed<B> | undefined;
+    const failBody = (reason: unknown) => {
+      const f = feed;
+      feed = undefined;
+      f?.fail(reason);
+    };
     const onAbort = () => {
       const reason = signal!.reason;
       req.destroy();
       if (!settled) {
         settled = true;
         fail(reason);
-      } else abortBody?.(reason);
+      } else failBody(reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = () => signal?.removeEventListener("abort", onAbort);
     req.on("error", (e) => {
       done();
-      if (settled) return abortBody?.(new TypeError("fetch failed", { cause: e }));
+      if (settled) return failBody(new TypeError("fetch failed", { cause: e }));
       settled = true;
       fail(new TypeError("fetch failed", { cause: e }));
     });
     req.on("response", (res) => {
       settled = true;
       const status = res.statusCode ?? 0;
-      const respond = (body: ReadableStream<Uint8Array> | null) =>
+      const respond = (body: B | null) =>
         ok({
           status,
           statusText: res.statusMessage,
@@ -169,43 +306,29 @@ function send(url: URL, agent: http.Agent, verb: string, headers: Record<string,
         res.on("end", done);
         return respond(null);
       }
-      const stream = new ReadableStream<Uint8Array>(
-        {
-          start(ctl) {
-            abortBody = (reason) => {
-              abortBody = undefined;
-              ctl.error(reason);
-            };
-            res.on("data", (chunk: Buffer) => {
-              // Bytes still in flight after an abort or a cancel: the stream is already closed to them.
-              if (!abortBody) return;
-              ctl.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
-              // The reader is behind: stop reading the socket until it asks for more.
-              if ((ctl.desiredSize ?? 1) <= 0) res.pause();
-            });
-            res.on("end", () => {
-              done();
-              if (!abortBody) return;
-              abortBody = undefined;
-              ctl.close();
-            });
-            // A connection lost mid-body: the reader's next read fails, as with fetch.
-            res.on("close", () => {
-              if (!res.complete) abortBody?.(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
-            });
-          },
-          pull() {
-            res.resume();
-          },
-          cancel() {
-            done();
-            abortBody = undefined;
-            req.destroy();
-          },
+      feed = feedOf({
+        resume: () => res.resume(),
+        cancel: () => {
+          feed = undefined;
+          done();
+          req.destroy();
         },
-        BODY_BUFFER,
-      );
-      respond(stream);
+      });
+      const f = feed;
+      res.on("data", (chunk: Buffer) => {
+        if (feed && !feed.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length))) res.pause();
+      });
+      res.on("end", () => {
+        done();
+        const ended = feed;
+        feed = undefined;
+        ended?.end();
+      });
+      // A connection lost mid-body: the reader's next read fails, as with fetch.
+      res.on("close", () => {
+        if (!res.complete) failBody(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
+      });
+      respond(f.body);
     });
     req.end(bytes ?? undefined);
   });

@@ -7,6 +7,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../../../scripts/dev-server.js";
 import { nodeFetch } from "../../../sdk/node/index.js";
+import { STREAM_CALL, type StreamCall } from "../../../sdk/server-stream.js";
 
 type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
 
@@ -173,5 +174,116 @@ describe("nodeFetch", () => {
     };
     const cut = await nodeFetch(`${base}/cut`, manual());
     await expect(cut.text()).rejects.toThrow();
+  });
+});
+
+/** The SDK's own stream reads (sdk/server-stream.ts) through nodeFetch's connections, on a chunk queue instead of a web stream. */
+describe("nodeFetch's stream call", () => {
+  const call = (nodeFetch as unknown as Record<symbol, StreamCall>)[STREAM_CALL]!;
+  const post = (path: string, signal?: AbortSignal) =>
+    call(`${base}${path}`, { headers: { "Content-Type": "application/x-test" }, body: new Uint8Array([1, 2, 3]), signal });
+  const text = (v: Uint8Array | undefined) => new TextDecoder().decode(v);
+
+  it("sends the body and headers, and reads the chunks in order as they arrive, then done (and done again)", async () => {
+    let seen: { type?: string; length?: string; body?: number[] } = {};
+    let finish: () => void = () => {};
+    handler = (req, body, res) => {
+      seen = { type: req.headers["content-type"], length: req.headers["content-length"], body: [...body] };
+      res.writeHead(200);
+      res.write("first");
+      finish = () => {
+        res.write("second");
+        res.end("last");
+      };
+    };
+    const a = await post("/chunks");
+    expect(a.status).toBe(200);
+    expect(seen).toEqual({ type: "application/x-test", length: "3", body: [1, 2, 3] });
+    const reader = a.body!.getReader();
+    expect(text((await reader.read()).value)).toBe("first");
+    finish();
+    let rest = "";
+    for (let c = await reader.read(); !c.done; c = await reader.read()) rest += text(c.value);
+    expect(rest).toBe("secondlast");
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it("backpressure: a reader that falls behind stops the socket being read, and reading on gets every byte", async () => {
+    const total = 64 * 1024 * 1024;
+    let written = 0;
+    handler = (_q, _b, res) => {
+      res.writeHead(200);
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      const more = () => {
+        while (written < total) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", more);
+        }
+        res.end();
+      };
+      more();
+    };
+    const reader = (await post("/big")).body!.getReader();
+    let got = (await reader.read()).value!.length;
+    await new Promise((ok) => setTimeout(ok, 300));
+    expect(written).toBeLessThan(32 * 1024 * 1024);
+    for (let c = await reader.read(); !c.done; c = await reader.read()) got += c.value.length;
+    expect(got).toBe(total);
+  });
+
+  it("an error answer's text, and a kept-alive connection for the next call", async () => {
+    handler = (_q, _b, res) => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end('{"code":"not_found"}');
+    };
+    await post("/warm");
+    const before = opened;
+    const a = await post("/missing");
+    expect(a.status).toBe(404);
+    expect(await a.text()).toBe('{"code":"not_found"}');
+    expect(opened).toBe(before);
+  });
+
+  it("abort mid-body: queued chunks are dropped, the next read fails with the reason, the connection closes", async () => {
+    let closed: Promise<void> = Promise.resolve();
+    handler = (req, _b, res) => {
+      closed = new Promise<void>((ok) => req.socket.once("close", () => ok()));
+      res.writeHead(200);
+      res.write("one");
+      setTimeout(() => res.write("two"), 20);
+    };
+    const ctl = new AbortController();
+    const reader = (await post("/slow", ctl.signal)).body!.getReader();
+    expect(text((await reader.read()).value)).toBe("one");
+    await new Promise((ok) => setTimeout(ok, 100));
+    ctl.abort(new Error("stop now"));
+    await expect(reader.read()).rejects.toThrow("stop now");
+    await closed;
+    const early = new AbortController();
+    early.abort(new Error("never mind"));
+    await expect(post("/x", early.signal)).rejects.toThrow("never mind");
+  });
+
+  it("a read waiting when the connection is cut fails; cancel closes the connection", async () => {
+    handler = (_q, _b, res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write("only part of it");
+      setTimeout(() => res.socket?.destroy(), 30);
+    };
+    const cut = (await post("/cut")).body!.getReader();
+    expect(text((await cut.read()).value)).toBe("only part of it");
+    await expect(cut.read()).rejects.toThrow("terminated");
+
+    let closed: Promise<void> = Promise.resolve();
+    handler = (req, _b, res) => {
+      closed = new Promise<void>((ok) => req.socket.once("close", () => ok()));
+      res.writeHead(200);
+      res.write("never ends");
+    };
+    const reader = (await post("/open")).body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    await closed;
+    expect((await reader.read()).done).toBe(true);
   });
 });
