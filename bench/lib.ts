@@ -96,20 +96,28 @@ export async function buildSession(client: SessionsClient, uid: string, records:
 }
 
 /**
- * A POST with no body, its answer read whole: the floors' requests. It goes the way the SDK's own
- * streams go (nodeFetch's stream call: node:http and a chunk queue, no `Response`), so a floor's
- * client costs no more than the SDK's client does in the row it is compared with.
+ * A POST, its answer read whole. It goes the way the SDK's own streams go (nodeFetch's stream
+ * call: node:http and a chunk queue, no `Response`), so a floor's or a peer's client costs no more
+ * than the SDK's client does in the row it is compared with.
  */
-export async function post(url: string): Promise<Uint8Array> {
+export async function postBytes(
+  url: string,
+  o: { body?: Uint8Array; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<{ status: number; bytes: Uint8Array }> {
   const call = (nodeFetch as unknown as Record<symbol, StreamCall>)[STREAM_CALL]!;
+  const a = await call(url, { headers: o.headers ?? {}, body: o.body ?? EMPTY, signal: o.signal });
+  return { status: a.status, bytes: await readAll(a.body) };
+}
+
+/** A POST with no body to a bench route (the floors' requests), its answer's bytes. */
+export async function post(url: string): Promise<Uint8Array> {
   for (let attempt = 1; ; attempt++) {
-    const a = await call(url, { headers: {}, body: EMPTY });
-    const bytes = await readAll(a.body);
-    if (a.status >= 200 && a.status < 300) return bytes;
+    const { status, bytes } = await postBytes(url);
+    if (status >= 200 && status < 300) return bytes;
     const text = new TextDecoder().decode(bytes);
     // The same proxy quirk as retryProxy503, for the bench routes.
-    if (attempt < 3 && a.status === 503 && text.includes("restarted mid-request")) continue;
-    throw new Error(`${url}: ${a.status} ${text}`);
+    if (attempt < 3 && status === 503 && text.includes("restarted mid-request")) continue;
+    throw new Error(`${url}: ${status} ${text}`);
   }
 }
 

@@ -7,8 +7,9 @@
  *   over HTTP with the TypeScript client (sdk/client.ts) on the SDK's node:http fetch.
  * - langgraph: LangGraph JS in process with the SQLite checkpointer (bench/peers/langgraph-runner.mjs).
  * - aichat: the Agents SDK's AIChatAgent over its WebSocket protocol (bench/peers/worker).
- * - bare_do: a bare Agents-SDK Durable Object that stores rows with SQL, over HTTP with the same
- *   node:http fetch as ours (the same transport: Node's own fetch would cost it about 1 ms more CPU a turn).
+ * - bare_do: a bare Agents-SDK Durable Object that stores rows with SQL, over HTTP the way ours'
+ *   client goes (node:http and a chunk queue: bench/lib.ts postBytes; Node's own fetch would cost
+ *   it about 1 ms more CPU a turn).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -17,7 +18,7 @@ import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import WebSocket from "ws";
 import { ROOT, startDevServer } from "../../scripts/dev-server.js";
-import { retryProxy503 } from "../lib.js";
+import { postBytes, retryProxy503 } from "../lib.js";
 import { SessionsClient } from "../../sdk/client.js";
 import { nodeFetch } from "../../sdk/node/index.js";
 import { type Cleanup, groupPids, type PeersWorker, stopGroup, wranglerGroupOf } from "./processes.js";
@@ -311,6 +312,8 @@ export function aiChat(worker: PeersWorker): System {
   };
 }
 
+const UTF8 = new TextEncoder();
+
 /** The bare Agents-SDK Durable Object: POST the text, get the answer; `?seed=N` appends N turns. */
 export function bareDo(worker: PeersWorker): System {
   const group = worker.child.pid!;
@@ -322,11 +325,15 @@ export function bareDo(worker: PeersWorker): System {
     async open(name) {
       const url = `${worker.url}/agents/bare-agent/${encodeURIComponent(name)}`;
       const post = async (u: string, body: string): Promise<string> => {
-        const r = await nodeFetch(u, { method: "POST", body, redirect: "manual", signal: AbortSignal.timeout(PEER_TURN_TIMEOUT_MS) }).catch((e: Error) => {
+        const r = await postBytes(u, {
+          body: UTF8.encode(body),
+          headers: { "content-type": "text/plain;charset=UTF-8" },
+          signal: AbortSignal.timeout(PEER_TURN_TIMEOUT_MS),
+        }).catch((e: Error) => {
           throw new Error(`bare_do: no answer within ${PEER_TURN_TIMEOUT_MS / 1000} s (${e.name}): the agent stalled; run the bench again`);
         });
-        const text = await r.text();
-        if (!r.ok) throw new Error(`bare_do: HTTP ${r.status}: ${text.slice(0, 200)}`);
+        const text = new TextDecoder().decode(r.bytes);
+        if (r.status !== 200) throw new Error(`bare_do: HTTP ${r.status}: ${text.slice(0, 200)}`);
         return text;
       };
       return {
