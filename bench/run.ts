@@ -30,7 +30,7 @@ import { ROOT } from "../scripts/dev-server.js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import type { SessionsClient } from "../sdk/client.js";
-import { buildSession, fmt, interleaved, median, percentile, post, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
+import { buildSession, fmt, interleaved, median, percentile, post, postBytes, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
 import { nodeFetch } from "../sdk/node/index.js";
 import type { DevServer } from "../scripts/dev-server.js";
 import { cpuTimes, groupPids, wranglerGroupOf } from "./peers/processes.js";
@@ -195,13 +195,8 @@ const rows: Record<string, Row> = {
       const frame = new Uint8Array(5 + req.length);
       new DataView(frame.buffer).setUint32(1, req.length);
       frame.set(req, 5);
-      const r = await nodeFetch(`${u}/agentsessions.v1.Sessions/Replay`, {
-        method: "POST",
-        headers: { "content-type": "application/connect+proto" },
-        body: frame,
-        redirect: "manual",
-      });
-      const bytes = new Uint8Array(await r.arrayBuffer());
+      // The floors' way (bench/lib.ts postBytes), so both sides of the ratio pay the same client.
+      const { bytes } = await postBytes(`${u}/agentsessions.v1.Sessions/Replay`, { headers: { "content-type": "application/connect+proto" }, body: frame });
       if (bytes.length < Number(head) * 300) throw new Error(`replay returned ${bytes.length} bytes`);
     };
     await count();
