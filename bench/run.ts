@@ -28,12 +28,19 @@ import { promisify } from "node:util";
 import { buildCli, CLI_BUNDLE } from "../scripts/build-cli.js";
 import { ROOT } from "../scripts/dev-server.js";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecRequestSchema, ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { userText } from "../proto/messages.js";
+import { envelopeFrame } from "../proto/record-envelopes.js";
 import type { SessionsClient } from "../sdk/client.js";
 import { buildSession, fmt, interleaved, median, percentile, post, postBytes, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
 import { nodeFetch } from "../sdk/node/index.js";
 import type { DevServer } from "../scripts/dev-server.js";
 import { cpuTimes, groupPids, wranglerGroupOf } from "./peers/processes.js";
+
+/** A binary Connect stream request's headers, as the SDK sends an Exec. */
+const STREAM_HEADERS = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
+/** About the bytes of an echo turn's answer (worker/bench.ts answers the five-row call with as many). */
+const ECHO_ANSWER_BYTES = 1165;
 
 const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
@@ -119,6 +126,7 @@ const rows: Record<string, Row> = {
       await r.arrayBuffer();
     };
     const echo = (await c.create({ name: "bench-anatomy-echo" })).metadata!.uid;
+    const execFrame = envelopeFrame(0, toBinary(ExecRequestSchema, create(ExecRequestSchema, { session: echo, inputs: [userText("hello there")] })));
     const chat = (await c.create({ name: "bench-anatomy-chat", harness: "chat", model: "echo" })).metadata!.uid;
     const refused = (f: () => Promise<unknown>) => () =>
       f().then(
@@ -140,6 +148,10 @@ const rows: Record<string, Row> = {
         run: refused(() => c.exec({ session: echo, inputs: ["x"], harness: "no-such-harness" })),
       },
       five: { label: "one call into an object that appends five rows (/_bench/five)", run: () => post(`${u}/_bench/five`) },
+      sized: {
+        label: "the same, sending an Exec's request and answered with as many bytes as an echo turn",
+        run: () => postBytes(`${u}/_bench/five-sized?size=${ECHO_ANSWER_BYTES}`, { headers: STREAM_HEADERS, body: execFrame }),
+      },
       echo: { label: "an echo turn", run: () => c.exec({ session: echo, inputs: ["hello there"] }) },
       chat: { label: "a chat turn with the host's echo model", run: () => c.exec({ session: chat, inputs: ["hello there"] }) },
     };
@@ -153,7 +165,7 @@ const rows: Record<string, Row> = {
       "anatomy",
       ms.echo! / ms.five!,
       "<=1.3",
-      `echo_turn_cpu_ms=${fmt(ms.echo!, 2)} five_row_call_cpu_ms=${fmt(ms.five!, 2)} chat_turn_cpu_ms=${fmt(ms.chat!, 2)} refused_in_object_cpu_ms=${fmt(ms.object!, 2)} worker_only_cpu_ms=${fmt(ms.worker!, 2)}`,
+      `echo_turn_cpu_ms=${fmt(ms.echo!, 2)} five_row_call_cpu_ms=${fmt(ms.five!, 2)} five_row_call_exec_sized_cpu_ms=${fmt(ms.sized!, 2)} chat_turn_cpu_ms=${fmt(ms.chat!, 2)} refused_in_object_cpu_ms=${fmt(ms.object!, 2)} worker_only_cpu_ms=${fmt(ms.worker!, 2)}`,
     );
   },
 

@@ -132,6 +132,13 @@ export async function serveBench(req: Request, env: Env, entry: Entry, ctx: Exec
       return Response.json({ head: await stub.plain(n, size) });
     case "/_bench/five":
       return Response.json({ head: await stub.five() });
+    case "/_bench/five-sized": {
+      // The five-row call carrying what an Exec carries: a request body the Worker reads, and an
+      // answer of `size` bytes (the anatomy row's measure of what an Exec's own bytes cost).
+      await req.arrayBuffer();
+      const answer = await stub.fiveAnswering(size);
+      return new Response(answer.whole, { headers: { "content-type": "application/connect+proto" } });
+    }
     case "/_bench/five-stream":
       return new Response(await stub.fiveStream());
     case "/_bench/read":
