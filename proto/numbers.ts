@@ -84,20 +84,20 @@ function describeRule(r: NumberRule): string {
 
 /**
  * The first field of `message` whose value its rule does not allow, as a message that names the
- * field and the range; undefined when every value is allowed.
+ * field and the range; undefined when every value is allowed. Only the fields that hold a rule, or
+ * a message that can hold one at some depth, are read (planOf): a tool call's arguments or a
+ * text part are never walked.
  */
 export function numberViolation(schema: DescMessage, message: object): string | undefined {
   const stack: [DescMessage, Record<string, unknown>, string, number][] = [[schema, message as Record<string, unknown>, "", 0]];
   while (stack.length > 0) {
     const [desc, msg, path, depth] = stack.pop()!;
     if (depth > MAX_DEPTH) continue;
-    for (const f of desc.fields) {
+    for (const { field: f, rule } of planOf(desc)) {
       const raw = f.oneof ? oneofValue(msg[f.oneof.localName], f.localName) : msg[f.localName];
       if (raw === undefined || raw === null) continue;
       const at = path ? `${path}.${f.name}` : f.name;
-      if (isIntegerField(f)) {
-        const rule = NUMBER_RULES[`${desc.typeName}.${f.name}`];
-        if (!rule) continue;
+      if (rule) {
         const values = Array.isArray(raw) ? raw : [raw];
         for (const v of values) {
           const n = typeof v === "bigint" ? v : BigInt(v as number);
@@ -114,6 +114,89 @@ export function numberViolation(schema: DescMessage, message: object): string | 
     }
   }
   return undefined;
+}
+
+/** A field numberViolation reads: an integer field with its rule, or a message field whose type can hold one. */
+interface Step {
+  field: DescField;
+  rule?: NumberRule;
+}
+
+const plans = new WeakMap<DescMessage, Step[]>();
+
+/** The fields of `desc` that numberViolation reads, in field order (so the first violation found is the same). */
+function planOf(desc: DescMessage): Step[] {
+  let plan = plans.get(desc);
+  if (plan) return plan;
+  plan = [];
+  for (const f of desc.fields) {
+    if (isIntegerField(f)) {
+      const rule = NUMBER_RULES[`${desc.typeName}.${f.name}`];
+      if (rule) plan.push({ field: f, rule });
+      continue;
+    }
+    const m = messageOf(f);
+    if (m && holdsRule(m)) plan.push({ field: f });
+  }
+  plans.set(desc, plan);
+  return plan;
+}
+
+/** The message type of a message, list-of-message or map-of-message field. */
+function messageOf(f: DescField): DescMessage | undefined {
+  if (f.fieldKind === "message") return f.message;
+  if (f.fieldKind === "list" && f.listKind === "message") return f.message;
+  if (f.fieldKind === "map" && f.mapKind === "message") return f.message;
+  return undefined;
+}
+
+const holds = new WeakMap<DescMessage, boolean>();
+
+/**
+ * Whether a message of type `root` can hold a field with a rule at some depth. Types may nest
+ * themselves (Struct, Value), so it is decided for every type reachable from `root` at once: a
+ * type holds a rule when a field of its own has one, or a message field's type holds one,
+ * repeated until nothing changes.
+ */
+function holdsRule(root: DescMessage): boolean {
+  const known = holds.get(root);
+  if (known !== undefined) return known;
+  const types: DescMessage[] = [];
+  const seen = new Set<DescMessage>();
+  for (const visit = [root]; visit.length > 0; ) {
+    const d = visit.pop()!;
+    if (seen.has(d) || holds.has(d)) continue;
+    seen.add(d);
+    types.push(d);
+    for (const f of d.fields) {
+      const m = messageOf(f);
+      if (m) visit.push(m);
+    }
+  }
+  const now = new Map<DescMessage, boolean>();
+  for (const d of types)
+    now.set(
+      d,
+      d.fields.some((f) => isIntegerField(f) && NUMBER_RULES[`${d.typeName}.${f.name}`] !== undefined),
+    );
+  const held = (m: DescMessage) => now.get(m) ?? holds.get(m) === true;
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const d of types) {
+      if (
+        now.get(d) ||
+        !d.fields.some((f) => {
+          const m = messageOf(f);
+          return m !== undefined && held(m);
+        })
+      )
+        continue;
+      now.set(d, true);
+      changed = true;
+    }
+  }
+  for (const [d, h] of now) holds.set(d, h);
+  return holds.get(root)!;
 }
 
 /** A JSON number whose source text is not a plain decimal integer (the reviver saw "1e1", "10.0"). */

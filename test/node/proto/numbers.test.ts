@@ -9,8 +9,8 @@ import { Audit } from "../../../proto/gen/agentsessions/edge/v1/audit_pb.js";
 import { Tail } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { HarnessMessageSchema } from "../../../proto/gen/agentsessions/edge/v1/tunnel_pb.js";
 import { HarnessRegistry } from "../../../proto/gen/agentsessions/v1/harness_registry_pb.js";
-import { EventSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
-import { ForkRequestSchema, ReplayRequestSchema, Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { EventSchema, MessageSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
+import { ExecRequestSchema, ForkRequestSchema, ReplayRequestSchema, Sessions } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { jsonNumberFormViolation, NUMBER_RULES, numberViolation } from "../../../proto/numbers.js";
 
 const INTEGERS = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64]);
@@ -67,6 +67,33 @@ describe("strict numbers", () => {
   it("numberViolation: nested values in events are found with their path", () => {
     const ev = create(EventSchema, { body: { case: "usage", value: { model: "m", inputTokens: 3n, outputTokens: -1n } } });
     expect(numberViolation(EventSchema, ev)).toBe("usage.output_tokens must be 0 or more, got -1");
+  });
+
+  it("numberViolation: reads only what can hold a rule, so a tool call's arguments are never walked, and finds what can", () => {
+    // Any read of these arguments throws: the check must not look inside a Struct.
+    const untouchable = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error("the tool call's arguments were read");
+        },
+        ownKeys: () => {
+          throw new Error("the tool call's arguments were listed");
+        },
+      },
+    );
+    const input = create(MessageSchema, {
+      parts: [
+        { part: { case: "text", value: { text: "hi" } } },
+        { part: { case: "toolCall", value: { id: "c1", tool: "t" } } },
+        { part: { case: "toolResult", value: { id: "c1", approvalRequestSeq: -2n } } },
+      ],
+    });
+    (input.parts[1]!.part.value as { args: unknown }).args = untouchable;
+    const req = create(ExecRequestSchema, { session: "sess-000000000000000000000000", inputs: [input] });
+    expect(numberViolation(ExecRequestSchema, req)).toBe("inputs[0].parts[2].tool_result.approval_request_seq must be 0 or more, got -2");
+    (input.parts[2]!.part.value as { approvalRequestSeq: bigint }).approvalRequestSeq = 0n;
+    expect(numberViolation(ExecRequestSchema, req)).toBeUndefined();
   });
 
   it("jsonNumberFormViolation: hex, exponent, sign and padded strings are refused in any integer field; decimal numbers and strings pass", () => {
