@@ -18,9 +18,8 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
-import { nodeFetch } from "../../sdk/node/index.js";
 import { countFsyncs, straceAvailable } from "./fsyncs.js";
-import { wholeFromEnv } from "../lib.js";
+import { postBytes, wholeFromEnv } from "../lib.js";
 import { ensurePeersInstalled } from "./install.js";
 import { Cleanup, cpuTimes, startFloorServer, startPeersWorker } from "./processes.js";
 import { formatTable, formatValue, median, type Metric, percentile, roundOrder, type SystemName, summaryLine } from "./stats.js";
@@ -196,6 +195,8 @@ async function fsyncs(systems: System[], dir: string, cleanup: Cleanup): Promise
   return out;
 }
 
+const PING = new TextEncoder().encode("ping");
+
 async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<{ http: number; worker: number; ws: number; fsync: number }> {
   const ws = new WebSocket(`${workerUrl.replace(/^http/, "ws")}/ws-echo/floor`);
   await new Promise<void>((ok, fail) => {
@@ -204,8 +205,8 @@ async function floors(httpUrl: string, workerUrl: string, dir: string): Promise<
   });
   const post = async (url: string) => {
     const t = performance.now();
-    const r = await nodeFetch(url, { method: "POST", body: "ping", redirect: "manual" });
-    await r.text();
+    const r = await postBytes(url, { body: PING, headers: { "content-type": "text/plain;charset=UTF-8" } });
+    if (r.status !== 200) throw new Error(`floor ${url}: HTTP ${r.status}`);
     return performance.now() - t;
   };
   const wsOnce = async () => {
