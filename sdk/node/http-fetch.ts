@@ -176,7 +176,8 @@ class ChunkQueue implements StreamBody {
   private _paused = false;
   private _ended = false;
   private _error: { reason: unknown } | undefined;
-  private _waiting: { ok(r: ReadableStreamReadResult<Uint8Array>): void; fail(reason: unknown): void } | undefined;
+  /** Reads waiting for a chunk, oldest first (a stream's reader may ask again before an answer). */
+  private readonly _waiting: { ok(r: ReadableStreamReadResult<Uint8Array>): void; fail(reason: unknown): void }[] = [];
 
   constructor(private readonly _hooks: FeedHooks) {}
 
@@ -185,9 +186,8 @@ class ChunkQueue implements StreamBody {
   }
 
   push(chunk: Uint8Array): boolean {
-    const w = this._waiting;
+    const w = this._waiting.shift();
     if (w) {
-      this._waiting = undefined;
       w.ok({ done: false, value: chunk });
       return true;
     }
@@ -199,17 +199,13 @@ class ChunkQueue implements StreamBody {
 
   end(): void {
     this._ended = true;
-    const w = this._waiting;
-    this._waiting = undefined;
-    w?.ok(DONE);
+    for (const w of this._waiting.splice(0)) w.ok(DONE);
   }
 
   fail(reason: unknown): void {
     this._error = { reason };
     this._chunks.length = 0;
-    const w = this._waiting;
-    this._waiting = undefined;
-    w?.fail(reason);
+    for (const w of this._waiting.splice(0)) w.fail(reason);
   }
 
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
@@ -225,7 +221,7 @@ class ChunkQueue implements StreamBody {
     }
     if (this._ended) return Promise.resolve(DONE);
     return new Promise((ok, fail) => {
-      this._waiting = { ok, fail };
+      this._waiting.push({ ok, fail });
     });
   }
 
@@ -233,6 +229,7 @@ class ChunkQueue implements StreamBody {
     if (!this._ended && !this._error) this._hooks.cancel();
     this._ended = true;
     this._chunks.length = 0;
+    for (const w of this._waiting.splice(0)) w.ok(DONE);
     return Promise.resolve();
   }
 }

@@ -208,6 +208,27 @@ describe("nodeFetch's stream call", () => {
     expect((await reader.read()).done).toBe(true);
   });
 
+  it("reads asked for before any chunk arrives are answered in order, and a pending read ends with the body", async () => {
+    let send: (s: string) => void = () => {};
+    let finish: () => void = () => {};
+    handler = (_q, _b, res) => {
+      res.writeHead(200);
+      res.flushHeaders();
+      send = (s) => res.write(s);
+      finish = () => res.end();
+    };
+    const reader = (await post("/later")).body!.getReader();
+    const first = reader.read();
+    const second = reader.read();
+    const third = reader.read();
+    send("one");
+    expect(text((await first).value)).toBe("one");
+    send("two");
+    expect(text((await second).value)).toBe("two");
+    finish();
+    expect((await third).done).toBe(true);
+  });
+
   it("backpressure: a reader that falls behind stops the socket being read, and reading on gets every byte", async () => {
     const total = 64 * 1024 * 1024;
     let written = 0;
