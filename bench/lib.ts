@@ -9,8 +9,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type DevServer, startDevServer } from "../scripts/dev-server.js";
 import { SessionsClient } from "../sdk/client.js";
 import { nodeFetch } from "../sdk/node/index.js";
-import { STREAM_CALL, type StreamBody, type StreamCall } from "../sdk/server-stream.js";
-import { concatBytes } from "../proto/bytes.js";
+import { bytesOf } from "../sdk/node/http-fetch.js";
+import { STREAM_CALL, type StreamCall } from "../sdk/server-stream.js";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 
@@ -106,7 +106,7 @@ export async function postBytes(
 ): Promise<{ status: number; bytes: Uint8Array }> {
   const call = (nodeFetch as unknown as Record<symbol, StreamCall>)[STREAM_CALL]!;
   const a = await call(url, { headers: o.headers ?? {}, body: o.body ?? EMPTY, signal: o.signal });
-  return { status: a.status, bytes: await readAll(a.body) };
+  return { status: a.status, bytes: a.body ? await bytesOf(a.body) : EMPTY };
 }
 
 /** A POST with no body to a bench route (the floors' requests), its answer's bytes. */
@@ -122,14 +122,6 @@ export async function post(url: string): Promise<Uint8Array> {
 }
 
 const EMPTY = new Uint8Array(0);
-
-async function readAll(body: StreamBody | null): Promise<Uint8Array> {
-  if (!body) return EMPTY;
-  const reader = body.getReader();
-  const parts: Uint8Array[] = [];
-  for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
-  return parts.length === 1 ? parts[0]! : concatBytes(parts);
-}
 
 export function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);

@@ -39,8 +39,6 @@ import { cpuTimes, groupPids, wranglerGroupOf } from "./peers/processes.js";
 
 /** A binary Connect stream request's headers, as the SDK sends an Exec. */
 const STREAM_HEADERS = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
-/** About the bytes of an echo turn's answer (worker/bench.ts answers the five-row call with as many). */
-const ECHO_ANSWER_BYTES = 1165;
 
 const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
@@ -150,7 +148,7 @@ const rows: Record<string, Row> = {
       five: { label: "one call into an object that appends five rows (/_bench/five)", run: () => post(`${u}/_bench/five`) },
       sized: {
         label: "the same, sending an Exec's request and answered with as many bytes as an echo turn",
-        run: () => postBytes(`${u}/_bench/five-sized?size=${ECHO_ANSWER_BYTES}`, { headers: STREAM_HEADERS, body: execFrame }),
+        run: () => postBytes(`${u}/_bench/five-sized`, { headers: STREAM_HEADERS, body: execFrame }),
       },
       echo: { label: "an echo turn", run: () => c.exec({ session: echo, inputs: ["hello there"] }) },
       chat: { label: "a chat turn with the host's echo model", run: () => c.exec({ session: chat, inputs: ["hello there"] }) },

@@ -131,7 +131,7 @@ function planOf(desc: DescMessage): Step[] {
   plan = [];
   for (const f of desc.fields) {
     if (isIntegerField(f)) {
-      const rule = NUMBER_RULES[`${desc.typeName}.${f.name}`];
+      const rule = ruleOf(desc, f);
       if (rule) plan.push({ field: f, rule });
       continue;
     }
@@ -140,6 +140,11 @@ function planOf(desc: DescMessage): Step[] {
   }
   plans.set(desc, plan);
   return plan;
+}
+
+/** The rule of `desc`'s field `f`, if the table has one. */
+function ruleOf(desc: DescMessage, f: DescField): NumberRule | undefined {
+  return NUMBER_RULES[`${desc.typeName}.${f.name}`];
 }
 
 /** The message type of a message, list-of-message or map-of-message field. */
@@ -177,7 +182,7 @@ function holdsRule(root: DescMessage): boolean {
   for (const d of types)
     now.set(
       d,
-      d.fields.some((f) => isIntegerField(f) && NUMBER_RULES[`${d.typeName}.${f.name}`] !== undefined),
+      d.fields.some((f) => isIntegerField(f) && ruleOf(d, f) !== undefined),
     );
   const held = (m: DescMessage) => now.get(m) ?? holds.get(m) === true;
   for (let changed = true; changed; ) {

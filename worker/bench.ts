@@ -134,9 +134,9 @@ export async function serveBench(req: Request, env: Env, entry: Entry, ctx: Exec
       return Response.json({ head: await stub.five() });
     case "/_bench/five-sized": {
       // The five-row call carrying what an Exec carries: a request body the Worker reads, and an
-      // answer of `size` bytes (the anatomy row's measure of what an Exec's own bytes cost).
+      // answer as long as an echo turn's (the anatomy row's measure of what an Exec's own bytes cost).
       await req.arrayBuffer();
-      const answer = await stub.fiveAnswering(size);
+      const answer = await stub.fiveAnswering(ECHO_ANSWER_BYTES);
       return new Response(answer.whole, { headers: { "content-type": "application/connect+proto" } });
     }
     case "/_bench/five-stream":

@@ -105,7 +105,8 @@ function lowerCased(h: Record<string, string>): Record<string, string> {
   return out;
 }
 
-async function bytesOf(body: StreamBody): Promise<Uint8Array> {
+/** A body read to its end, as one array. */
+export async function bytesOf(body: StreamBody): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   const reader = body.getReader();
   for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
@@ -170,7 +171,7 @@ const webFeed: FeedOf<ReadableStream<Uint8Array>> = (hooks) => {
  * frames did. It reads as a stream's reader does: chunks in order, then done; a failure (abort,
  * connection lost) drops what is queued and fails the next read; `cancel` closes the connection.
  */
-class ChunkQueue implements StreamBody {
+class ChunkQueue implements StreamBody, Feed<ChunkQueue> {
   private readonly _chunks: Uint8Array[] = [];
   private _bytes = 0;
   private _paused = false;
@@ -180,6 +181,11 @@ class ChunkQueue implements StreamBody {
   private readonly _waiting: { ok(r: ReadableStreamReadResult<Uint8Array>): void; fail(reason: unknown): void }[] = [];
 
   constructor(private readonly _hooks: FeedHooks) {}
+
+  /** The queue is its own body and its own reader. */
+  get body(): ChunkQueue {
+    return this;
+  }
 
   getReader(): ChunkQueue {
     return this;
@@ -236,10 +242,7 @@ class ChunkQueue implements StreamBody {
 
 const DONE = { done: true, value: undefined } as ReadableStreamReadResult<Uint8Array>;
 
-const queueFeed: FeedOf<ChunkQueue> = (hooks) => {
-  const q = new ChunkQueue(hooks);
-  return { body: q, push: (c) => q.push(c), end: () => q.end(), fail: (r) => q.fail(r) };
-};
+const queueFeed: FeedOf<ChunkQueue> = (hooks) => new ChunkQueue(hooks);
 
 function send<B>(
   url: URL,
@@ -303,7 +306,7 @@ function send<B>(
         res.on("end", done);
         return respond(null);
       }
-      feed = feedOf({
+      const made = feedOf({
         resume: () => res.resume(),
         cancel: () => {
           feed = undefined;
@@ -311,7 +314,7 @@ function send<B>(
           req.destroy();
         },
       });
-      const f = feed;
+      feed = made;
       res.on("data", (chunk: Buffer) => {
         if (feed && !feed.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length))) res.pause();
       });
@@ -325,7 +328,7 @@ function send<B>(
       res.on("close", () => {
         if (!res.complete) failBody(new TypeError("terminated", { cause: new Error("the connection closed before the body ended") }));
       });
-      respond(f.body);
+      respond(made.body);
     });
     req.end(bytes ?? undefined);
   });
