@@ -3,7 +3,7 @@
  * session is (create, or a fork child's seed), so looking up an unknown uid leaves nothing behind.
  */
 import { SESSION_BLOBS_SCHEMA } from "../blobs/session-blobs.js";
-import { JOURNAL_PACKED_HASHES, JOURNAL_SCHEMA_1 } from "../journal/journal.js";
+import { JOURNAL_FENCE_THROUGH, JOURNAL_PACKED_HASHES, JOURNAL_SCHEMA_1 } from "../journal/journal.js";
 import { migrate, schemaVersion, type Migrations } from "../storage/migrate.js";
 import type { SqlDb } from "../storage/sql.js";
 import { META_PENDING_COLUMNS, META_PLACEMENT_COLUMN, META_SCHEMA } from "./meta-store.js";
@@ -23,6 +23,9 @@ const MIGRATIONS: Migrations = [
   // which a build before it would read as events that do not decode: the stamp makes that build
   // refuse the storage ("newer than this build") instead, so a rollback fails loudly.
   [],
+  // 7: the fence row's through_seq. From here on a turn's minted fence is only in its records,
+  // which a build before it would not read, so the stamp also makes such a build refuse the storage.
+  JOURNAL_FENCE_THROUGH,
 ];
 
 export function isSessionInitialized(db: SqlDb): boolean {
