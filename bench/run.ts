@@ -222,10 +222,7 @@ const rows: Record<string, Row> = {
     };
     // The server's cost: the whole binary stream read as bytes, as the floor's response is.
     const raw = async () => {
-      const req = toBinary(ReplayRequestSchema, create(ReplayRequestSchema, { session: uid }));
-      const frame = new Uint8Array(5 + req.length);
-      new DataView(frame.buffer).setUint32(1, req.length);
-      frame.set(req, 5);
+      const frame = envelopeFrame(0, toBinary(ReplayRequestSchema, create(ReplayRequestSchema, { session: uid })));
       // The floors' way (bench/lib.ts postBytes), so both sides of the ratio pay the same client.
       const { bytes } = await postBytes(`${u}/agentsessions.v1.Sessions/Replay`, { headers: { "content-type": "application/connect+proto" }, body: frame });
       if (bytes.length < Number(head) * 300) throw new Error(`replay returned ${bytes.length} bytes`);
