@@ -15,10 +15,9 @@
  *
  * In workerd a follower's bytes go into a native pipe (IdentityTransformStream, `nativeFollowPipe`),
  * one flush at a time, the next once the reader has taken the last: workerd then carries each chunk
- * to the caller without calling back into JavaScript for it, which is most of what a follower cost
- * the object's process per commit (docs/follow.md). Elsewhere (Node's tests) the follower is a
- * JavaScript stream that is pulled. The queue and its bound are the same either way; a pipe holds at
- * most one more flush, the one being read.
+ * to the caller without calling back into JavaScript for it (docs/follow.md). Elsewhere (Node's
+ * tests) the follower is a JavaScript stream that is pulled. The bound counts the same bytes either
+ * way: everything queued that the stream's reader has not taken, a pending pipe write included.
  *
  * Each stream item is one Connect/gRPC-Web envelope holding a binary TailResponse. A follower
  * opened with the caller's `Ending` is the whole answer of a binary Tail: its end item is followed
@@ -111,6 +110,13 @@ interface Follower {
   openedMs: number;
   /** Records handed to the stream so far (a queued record is counted when it is handed on). */
   records: number;
+  /** Written into a pipe (`FollowPipe`) rather than pulled. */
+  piped: boolean;
+  /**
+   * Bytes of the live queue in a pipe write its reader has not taken yet: they still count
+   * against the bound, as they would in the queue of a pulled stream.
+   */
+  inflight: number;
   wake?: () => void;
   ctl?: ReadableStreamDefaultController<Uint8Array>;
   done: boolean;
@@ -156,6 +162,8 @@ export class Followers {
       lastActivityMs: now,
       openedMs: now,
       records: 0,
+      piped: this._pipe !== undefined,
+      inflight: 0,
       done: false,
       ending,
     };
@@ -178,7 +186,8 @@ export class Followers {
   /**
    * A follower written into a pipe by one loop: it takes what `_pull` hands on and writes it, and
    * asks for more once the reader has taken that write. What `_pull`, `_flush` and `_end` hand to
-   * the stream waits in `out` meanwhile: one flush at most, and the end notice.
+   * the stream waits in `out` meanwhile: one flush at most, and the end notice. A follower cut off
+   * while a write is pending still gets that write, then its end notice.
    */
   private _piped(f: Follower, pipe: ReturnType<FollowPipe>): ReadableStream<Uint8Array> {
     const writer = pipe.writable.getWriter();
@@ -195,7 +204,10 @@ export class Followers {
       try {
         for (;;) {
           if (out.length === 0 && !closing) await this._pull(f, ctl);
-          while (out.length > 0) await writer.write(out.shift()!);
+          while (out.length > 0) {
+            await writer.write(out.shift()!);
+            f.inflight = 0;
+          }
           if (closing) return await writer.close();
         }
       } catch {
@@ -306,6 +318,7 @@ export class Followers {
   private _flush(f: Follower, ctl: ReadableStreamDefaultController<Uint8Array>): void {
     const items = f.queue;
     f.queue = [];
+    if (f.piped) f.inflight = f.live ? f.bytes : 0;
     f.bytes = 0;
     let n = 0;
     for (const it of items) n += it.bytes.length;
@@ -328,7 +341,7 @@ export class Followers {
     f.queue.push(it);
     f.bytes += it.bytes.length;
     // A catch-up page never counts against the bound: the follower is reading it now.
-    if (f.live && f.bytes > this._limits.maxQueueBytes) this._end(f, TailEnd_Reason.SLOW);
+    if (f.live && f.bytes + f.inflight > this._limits.maxQueueBytes) this._end(f, TailEnd_Reason.SLOW);
   }
 
   /** The end notice after whatever is queued (used when the follower is still reading). */

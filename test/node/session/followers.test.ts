@@ -348,7 +348,7 @@ describe("Followers through a pipe", () => {
     expect(fromBinary(TailResponseSchema, chunks[0]!.value!.subarray(5)).item.case).toBe("record");
   });
 
-  it("a reader that stops is cut off past the bound, handed at most the one write it stopped on, and told where to reconnect", async () => {
+  it("a reader that stops is cut off once the write it stopped on and its queue pass the bound; it gets that write, then where to reconnect", async () => {
     const { followers, commit } = setup({ maxQueueBytes: 2000 }, undefined, pipe);
     const slow = reader(followers.open(1n, true));
     const fast = reader(followers.open(1n, true));
@@ -358,11 +358,16 @@ describe("Followers through a pipe", () => {
     await waiting;
     await fast.pull();
     const big = "x".repeat(600);
+    // A record is about 760 bytes: the first big one is written and not taken, two more queue
+    // behind it, and with the third the bytes not taken pass 2000.
+    const sizes: number[] = [];
     for (let i = 0; i < 10; i++) {
       commit(big);
       await fast.pull();
       await settle();
+      sizes.push(followers.size);
     }
+    expect(sizes.slice(0, 3)).toEqual([2, 2, 1]);
     expect(seqs(fast.items)).toEqual(Array.from({ length: 11 }, (_, i) => BigInt(i + 1)));
     expect(followers.size).toBe(1);
     while (!slow.closed) await slow.pull();
