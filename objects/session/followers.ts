@@ -13,12 +13,6 @@
  * with an `end` notice naming the seq to reconnect from, and its queue is freed. One timer for all
  * followers sends heartbeats on an idle follow and ends a follow that stayed idle too long.
  *
- * In workerd a follower's bytes go into a native pipe (IdentityTransformStream, `nativeFollowPipe`),
- * one flush at a time, the next once the reader has taken the last: workerd then carries each chunk
- * to the caller without calling back into JavaScript for it (docs/follow.md). Elsewhere (Node's
- * tests) the follower is a JavaScript stream that is pulled. The bound counts the same bytes either
- * way: everything queued that the stream's reader has not taken, a pending pipe write included.
- *
  * Each stream item is one Connect/gRPC-Web envelope holding a binary TailResponse. A follower
  * opened with the caller's `Ending` is the whole answer of a binary Tail: its end item is followed
  * by the stream's OK ending, and the Worker hands the stream to the caller untouched
@@ -67,18 +61,6 @@ export interface Leave {
   records: number;
 }
 
-/**
- * A pipe for a follower's bytes: what is written to `writable` is read from `readable`, a write
- * settling once the reader has taken it, and a reader that cancels errors the writable side.
- */
-export type FollowPipe = () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
-
-/** workerd's native pipe (IdentityTransformStream), or undefined where there is none (Node). */
-export function nativeFollowPipe(): FollowPipe | undefined {
-  const Native = (globalThis as { IdentityTransformStream?: new () => ReturnType<FollowPipe> }).IdentityTransformStream;
-  return Native && (() => new Native());
-}
-
 export const DEFAULT_FOLLOW_LIMITS: FollowLimits = { heartbeatMs: 15_000, idleLimitMs: 600_000, maxQueueBytes: 4 * 1024 * 1024 };
 
 const systemClock: FollowClock = {
@@ -110,13 +92,6 @@ interface Follower {
   openedMs: number;
   /** Records handed to the stream so far (a queued record is counted when it is handed on). */
   records: number;
-  /** Written into a pipe (`FollowPipe`) rather than pulled. */
-  piped: boolean;
-  /**
-   * Bytes of the live queue in a pipe write its reader has not taken yet: they still count
-   * against the bound, as they would in the queue of a pulled stream.
-   */
-  inflight: number;
   wake?: () => void;
   ctl?: ReadableStreamDefaultController<Uint8Array>;
   done: boolean;
@@ -135,8 +110,6 @@ export class Followers {
     private readonly _clock: FollowClock = systemClock,
     /** Told once of every follower that leaves (session/state.ts writes it as a log line). */
     private readonly _onLeave?: (leave: Leave) => void,
-    /** Where followers' bytes go: a pipe (workerd's, `nativeFollowPipe`), or else a pulled JavaScript stream. */
-    private readonly _pipe?: FollowPipe,
   ) {}
 
   /** Followers attached now (live or catching up). */
@@ -162,14 +135,11 @@ export class Followers {
       lastActivityMs: now,
       openedMs: now,
       records: 0,
-      piped: this._pipe !== undefined,
-      inflight: 0,
       done: false,
       ending,
     };
     this._all.add(f);
     this._arm();
-    if (this._pipe) return this._piped(f, this._pipe());
     return new ReadableStream<Uint8Array>(
       {
         start: (ctl) => {
@@ -181,41 +151,6 @@ export class Followers {
       // Nothing is buffered inside the stream: the follower's queue is the only buffer, and it is bounded.
       { highWaterMark: 0 },
     );
-  }
-
-  /**
-   * A follower written into a pipe by one loop: it takes what `_pull` hands on and writes it, and
-   * asks for more once the reader has taken that write. What `_pull`, `_flush` and `_end` hand to
-   * the stream waits in `out` meanwhile: one flush at most, and the end notice. A follower cut off
-   * while a write is pending still gets that write, then its end notice.
-   */
-  private _piped(f: Follower, pipe: ReturnType<FollowPipe>): ReadableStream<Uint8Array> {
-    const writer = pipe.writable.getWriter();
-    const out: Uint8Array[] = [];
-    let closing = false;
-    const ctl = {
-      enqueue: (bytes: Uint8Array) => void out.push(bytes),
-      close: () => void (closing = true),
-    } as unknown as ReadableStreamDefaultController<Uint8Array>;
-    f.ctl = ctl;
-    // A reader that cancels errors the pipe: the follower leaves at once, even when nothing is being written.
-    writer.closed.catch(() => this._drop(f));
-    void (async () => {
-      try {
-        for (;;) {
-          if (out.length === 0 && !closing) await this._pull(f, ctl);
-          while (out.length > 0) {
-            await writer.write(out.shift()!);
-            f.inflight = 0;
-          }
-          if (closing) return await writer.close();
-        }
-      } catch {
-        // the reader went away
-        this._drop(f);
-      }
-    })();
-    return pipe.readable;
   }
 
   /** A batch the session just committed (after its transaction): queued, as the same bytes, for every live follower. */
@@ -318,7 +253,6 @@ export class Followers {
   private _flush(f: Follower, ctl: ReadableStreamDefaultController<Uint8Array>): void {
     const items = f.queue;
     f.queue = [];
-    if (f.piped) f.inflight = f.live ? f.bytes : 0;
     f.bytes = 0;
     let n = 0;
     for (const it of items) n += it.bytes.length;
@@ -341,7 +275,7 @@ export class Followers {
     f.queue.push(it);
     f.bytes += it.bytes.length;
     // A catch-up page never counts against the bound: the follower is reading it now.
-    if (f.live && f.bytes + f.inflight > this._limits.maxQueueBytes) this._end(f, TailEnd_Reason.SLOW);
+    if (f.live && f.bytes > this._limits.maxQueueBytes) this._end(f, TailEnd_Reason.SLOW);
   }
 
   /** The end notice after whatever is queued (used when the follower is still reading). */

@@ -39,7 +39,7 @@ import { projectRecords, sameStates, type States } from "./projection.js";
 import { isSessionInitialized, migrateSession } from "./schema.js";
 import { DEFAULT_CACHE_MAX_HEAP_BYTES, SessionCache } from "./session-cache.js";
 import { ParseCheckpoints } from "./parse-checkpoint.js";
-import { type FollowLimits, Followers, nativeFollowPipe, TailEndReason } from "./followers.js";
+import { type FollowLimits, Followers, TailEndReason } from "./followers.js";
 import { keepsRows } from "../limits/tenant-limits.js";
 import { InputHashCache } from "../controller/input-hash.js";
 import { renderSession } from "./render.js";
@@ -265,7 +265,6 @@ export class SessionState {
           duration_ms: leave.ms,
           records: leave.records,
         }),
-      nativeFollowPipe(),
     );
     this.reports = new DirectoryReports({
       send: (live) => this._sendReport(live),

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { type TailResponse, TailEnd_Reason, TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { EventSchema, type Event } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { Journal, JOURNAL_SCHEMA } from "../../../objects/journal/journal.js";
-import { type FollowClock, type FollowLimits, type FollowPipe, Followers, type Leave } from "../../../objects/session/followers.js";
+import { type FollowClock, type FollowLimits, Followers, type Leave } from "../../../objects/session/followers.js";
 import { createTestDb } from "../support/sqljs-db.js";
 
 function output(text: string): Event {
@@ -48,12 +48,12 @@ class FakeClock implements FollowClock {
   }
 }
 
-function setup(limits: Partial<FollowLimits> = {}, onLeave?: (leave: Leave) => void, pipe?: FollowPipe) {
+function setup(limits: Partial<FollowLimits> = {}, onLeave?: (leave: Leave) => void) {
   const db = createTestDb();
   for (const s of JOURNAL_SCHEMA) db.query(s);
   const journal = new Journal(db);
   const clock = new FakeClock();
-  const followers = new Followers(() => journal, { heartbeatMs: 1000, idleLimitMs: 10_000, maxQueueBytes: 1 << 20, ...limits }, clock, onLeave, pipe);
+  const followers = new Followers(() => journal, { heartbeatMs: 1000, idleLimitMs: 10_000, maxQueueBytes: 1 << 20, ...limits }, clock, onLeave);
   const commit = (...texts: string[]) => {
     const r = journal.append(texts.map(output), { fence: 0n });
     if (!r.ok) throw new Error(r.reason);
@@ -303,94 +303,5 @@ describe("Followers", () => {
     expect(left[2]!.ms).toBeGreaterThanOrEqual(5000);
     expect(left[2]!.ms).toBeLessThanOrEqual(6000);
     expect(followers.size).toBe(0);
-  });
-});
-
-/**
- * In workerd each follower writes into a native pipe (nativeFollowPipe: IdentityTransformStream,
- * whose write settles once it was read); here a TransformStream plays it, whose write also waits
- * for a read. The integration tests (test/node/integration/tail.test.ts) run the native one.
- */
-describe("Followers through a pipe", () => {
-  const pipe: FollowPipe = () => new TransformStream<Uint8Array, Uint8Array>();
-  /** Lets the writing loop and the pipe settle. */
-  const settle = () => new Promise((r) => setTimeout(r, 0));
-
-  it("catches up, then writes each commit once, in order; a reader that cancels leaves at once", async () => {
-    const left: Leave[] = [];
-    const { followers, commit } = setup({}, (l) => left.push(l), pipe);
-    commit("a", "b", "c");
-    const f = reader(followers.open(2n, true));
-    await f.pull();
-    expect(seqs(f.items)).toEqual([2n, 3n]);
-    expect(f.items.at(-1)!.item).toMatchObject({ case: "heartbeat", value: { headSeq: 3n } });
-    commit("d");
-    await f.pull();
-    commit("e", "f");
-    await f.pull();
-    expect(seqs(f.items)).toEqual([2n, 3n, 4n, 5n, 6n]);
-    // Waiting for the next commit, nothing being written: the cancel alone makes it leave.
-    await settle();
-    await f.cancel();
-    await settle();
-    expect(followers.size).toBe(0);
-    expect(left).toEqual([{ reason: "canceled", ms: 0, records: 5 }]);
-  });
-
-  it("every live follower is written the same bytes", async () => {
-    const { followers, commit } = setup({}, undefined, pipe);
-    const streams = Array.from({ length: 5 }, () => followers.open(1n, true).getReader());
-    for (const r of streams) expect(fromBinary(TailResponseSchema, (await r.read()).value!.subarray(5)).item.case).toBe("heartbeat");
-    const reads = streams.map((r) => r.read());
-    commit("x");
-    const chunks = await Promise.all(reads);
-    for (const c of chunks) expect(c.value).toEqual(chunks[0]!.value);
-    expect(fromBinary(TailResponseSchema, chunks[0]!.value!.subarray(5)).item.case).toBe("record");
-  });
-
-  it("a reader that stops is cut off once the write it stopped on and its queue pass the bound; it gets that write, then where to reconnect", async () => {
-    const { followers, commit } = setup({ maxQueueBytes: 2000 }, undefined, pipe);
-    const slow = reader(followers.open(1n, true));
-    const fast = reader(followers.open(1n, true));
-    await slow.pull();
-    const waiting = slow.pull();
-    commit("first");
-    await waiting;
-    await fast.pull();
-    const big = "x".repeat(600);
-    // A record is about 760 bytes: the first big one is written and not taken, two more queue
-    // behind it, and with the third the bytes not taken pass 2000.
-    const sizes: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      commit(big);
-      await fast.pull();
-      await settle();
-      sizes.push(followers.size);
-    }
-    expect(sizes.slice(0, 3)).toEqual([2, 2, 1]);
-    expect(seqs(fast.items)).toEqual(Array.from({ length: 11 }, (_, i) => BigInt(i + 1)));
-    expect(followers.size).toBe(1);
-    while (!slow.closed) await slow.pull();
-    const got = seqs(slow.items);
-    // Seq 1 read, seq 2 the write it stopped on; the queue behind it was dropped at the bound.
-    expect(got).toEqual([1n, 2n]);
-    expect(ends(slow.items)).toEqual([expect.objectContaining({ reason: TailEnd_Reason.SLOW, reconnectFromSeq: 3n })]);
-  });
-
-  it("the whole answer (with an ending) and the end of every follower are the bytes a pulled stream gives", async () => {
-    const bytes = async (stream: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(stream).arrayBuffer());
-    const piped = setup({}, undefined, pipe);
-    const pulled = setup();
-    for (const s of [piped, pulled]) s.commit("a", "b");
-    const [p, q] = await Promise.all([bytes(piped.followers.open(1n, false, "grpc-web")), bytes(pulled.followers.open(1n, false, "grpc-web"))]);
-    expect(p.length).toBeGreaterThan(0);
-    expect(p).toEqual(q);
-    // Ended now: every follower's stream closes after its end item.
-    const f = reader(piped.followers.open(1n, true));
-    await f.pull();
-    piped.followers.endAll(TailEnd_Reason.GONE);
-    while (!f.closed) await f.pull();
-    expect(ends(f.items)).toEqual([expect.objectContaining({ reason: TailEnd_Reason.GONE, reconnectFromSeq: 3n })]);
-    expect(piped.followers.size).toBe(0);
   });
 });
