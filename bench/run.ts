@@ -17,10 +17,14 @@
  *   inputless    an inputless Exec on a 25k-record session vs a fresh one
  *   parallel     16 sessions in parallel: turns/s and p50
  *   follow       commit-to-follower latency of Tail (median, p99) with 1, 10 and 50 followers
+ *   stream       the server's CPU for a chat turn whose model streams its answer, vs one DO call
+ *                that relays the same provider stream and commits five rows
  * Sizes: BENCH_ROUNDS, BENCH_RECORDS (10000), BENCH_LONG (19000), BENCH_INPUTLESS (25000),
- * BENCH_SESSIONS (10000), BENCH_FORK_CHILDREN (128).
+ * BENCH_SESSIONS (10000), BENCH_FORK_CHILDREN (128), BENCH_STREAM_CHUNKS (30) and
+ * BENCH_STREAM_PACE_MS (3): the stand-in model's chunks per answer and the time between them.
  */
 import { execFile } from "node:child_process";
+import { createServer } from "node:http";
 import { existsSync } from "node:fs";
 import { setMaxListeners } from "node:events";
 import { join } from "node:path";
@@ -46,6 +50,8 @@ const LONG = Number(process.env.BENCH_LONG ?? 19_000);
 const INPUTLESS = Number(process.env.BENCH_INPUTLESS ?? 25_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000);
 const CHILDREN = Number(process.env.BENCH_FORK_CHILDREN ?? 128);
+const STREAM_CHUNKS = Number(process.env.BENCH_STREAM_CHUNKS ?? 30);
+const STREAM_PACE_MS = Number(process.env.BENCH_STREAM_PACE_MS ?? 3);
 const text300 = (i: number) => `${i} `.padEnd(280, "x");
 
 type Row = (u: string, c: SessionsClient) => Promise<void>;
@@ -391,7 +397,89 @@ const rows: Record<string, Row> = {
       `p50_ms_1=${p(1, 50)} p99_ms_1=${p(1, 99)} p50_ms_10=${p(10, 50)} p99_ms_10=${p(10, 99)} p50_ms_50=${p(50, 50)} p99_ms_50=${p(50, 99)}`,
     );
   },
+
+  /**
+   * A chat turn whose model streams its answer: the stand-in provider (streamingModel) sends
+   * STREAM_CHUNKS chunks STREAM_PACE_MS apart, so each reaches the host on its own, as a real
+   * model's tokens do. The floor is one call into an object that commits three rows, relays the
+   * same provider's stream to the caller as its bytes arrive, and commits two rows once it ended
+   * (/_bench/relay): what a turn does around the model call, without parsing or mediating it. The
+   * wall time is mostly the pace, so the ratio is of workerd's CPU per turn (from /proc).
+   */
+  async stream(u, c) {
+    if (!PROC) return console.log("stream: skipped, it reads CPU times from /proc, which this machine does not have");
+    const uid = (await c.create({ name: "bench-stream", harness: "chat", model: "stub" })).metadata!.uid;
+    const request = new TextEncoder().encode(JSON.stringify({ model: "stub", messages: [{ role: "user", content: "hi" }], stream: true }));
+    const target = encodeURIComponent(`${model!.url}/chat/completions`);
+    let deltas = 0;
+    const kinds = {
+      turn: async () => {
+        const r = await retryProxy503(() => c.exec({ session: uid, inputs: ["hi"] }));
+        if (r.outputs[0] !== model!.answer) throw new Error(`stream: the turn answered ${JSON.stringify(r.outputs[0]?.slice(0, 40))}`);
+        deltas = r.deltas.length;
+      },
+      floor: async () => {
+        const r = await postBytes(`${u}/_bench/relay?object=${floorObject(uid)}&url=${target}`, { body: request });
+        if (r.status !== 200 || !new TextDecoder().decode(r.bytes).endsWith("data: [DONE]\n\n")) throw new Error(`stream: the floor answered ${r.status}`);
+      },
+    };
+    const batch = 10;
+    const rounds = Math.max(ROUNDS, 8);
+    const t = await interleaved(3, kinds);
+    const cpu = await serverCpu(kinds, batch, rounds);
+    // workerd's processes only: wrangler's Node and esbuild's watcher wake on their own while a
+    // turn waits on the pace, and land in whichever batch runs then (no line is logged per turn).
+    const ms = { turn: cpu.turn!.workerd ?? 0, floor: cpu.floor!.workerd ?? 0 };
+    const rest = (k: "turn" | "floor") => fmt(total(cpu[k]!) - ms[k], 2);
+    console.log(
+      `stream: ${STREAM_CHUNKS} chunks ${STREAM_PACE_MS} ms apart (${deltas} deltas reached the client): workerd's CPU per turn ${fmt(ms.turn, 2)} ms, the floor's ${fmt(ms.floor, 2)} ms (${rounds} rounds of ${batch}; wrangler's other processes ${rest("turn")} and ${rest("floor")} ms); wall ${fmt(median(t.turn!), 1)} and ${fmt(median(t.floor!), 1)} ms`,
+    );
+    const perChunk = (v: number) => fmt((v * 1000) / STREAM_CHUNKS, 0);
+    summary(
+      "stream",
+      ms.turn / ms.floor,
+      "<=1.3",
+      `turn_cpu_ms=${fmt(ms.turn, 2)} floor_cpu_ms=${fmt(ms.floor, 2)} turn_us_per_chunk=${perChunk(ms.turn)} floor_us_per_chunk=${perChunk(ms.floor)}`,
+    );
+  },
 };
+
+/**
+ * A stand-in OpenAI-compatible provider that streams every answer: STREAM_CHUNKS chunks of a few
+ * characters, STREAM_PACE_MS apart, then the usage chunk and `[DONE]`. Any other model of the host
+ * (`echo`) answers inside it and never calls this.
+ */
+async function streamingModel(): Promise<{ url: string; answer: string; close(): Promise<void> }> {
+  const sse = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
+  const pieces = Array.from({ length: STREAM_CHUNKS }, (_, i) => `tok${i} `);
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const events = pieces.map((p) => sse({ choices: [{ index: 0, delta: { content: p } }] }));
+      events.push(
+        sse({
+          choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: STREAM_CHUNKS, total_tokens: STREAM_CHUNKS + 1 },
+        }),
+      );
+      events.push("data: [DONE]\n\n");
+      for (const e of events) {
+        if (res.destroyed) return;
+        res.write(e);
+        if (STREAM_PACE_MS > 0) await new Promise((r) => setTimeout(r, STREAM_PACE_MS));
+      }
+      res.end();
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", () => ok()));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    answer: pieces.join(""),
+    close: () => new Promise<void>((ok) => server.close(() => ok())),
+  };
+}
 
 /**
  * Commit-to-follower latency (docs/follow.md), as a client can measure it: from sending an Exec to
@@ -474,10 +562,13 @@ const total = (byProcess: Record<string, number>) => Object.values(byProcess).re
 const rowState: { replaySession?: string; replayHead?: number } = {};
 /** The server every row runs against (a row that reads its processes' CPU needs it). */
 let host: DevServer | undefined;
+/** The stand-in streaming model the server's MODEL_BASE_URL points at (the stream row). */
+let model: Awaited<ReturnType<typeof streamingModel>> | undefined;
 
 async function main(): Promise<void> {
   console.log("starting wrangler dev with BENCH=1 …");
-  const { server, client } = await startBenchHost({ MODEL_BASE_URL: "http://127.0.0.1:9" });
+  model = await streamingModel();
+  const { server, client } = await startBenchHost({ MODEL_BASE_URL: model.url });
   host = server;
   try {
     for (const [name, row] of Object.entries(rows)) {
@@ -488,6 +579,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await server.dispose();
+    await model.close();
   }
 }
 

@@ -68,6 +68,27 @@ export class BenchObject extends DurableObject<Env> {
     return this.plain(5, 40);
   }
 
+  /**
+   * The floor of a turn whose model streams its answer: three rows committed before the provider is
+   * asked (as a turn commits its start, input and model call first), the provider's stream relayed
+   * to the caller as its bytes arrive, and two rows once it ended (the answer and the end).
+   */
+  async relay(url: string, request: string): Promise<ReadableStream<Uint8Array>> {
+    this.plain(3, 40);
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "text/event-stream" }, body: request });
+    if (!res.ok || !res.body) throw new Error(`bench relay: the provider answered ${res.status}`);
+    const reader = res.body.getReader();
+    return new ReadableStream<Uint8Array>({
+      pull: async (ctl) => {
+        const r = await reader.read();
+        if (!r.done) return ctl.enqueue(r.value);
+        this.plain(2, 40);
+        ctl.close();
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+  }
+
   /** A call that does nothing: what a call into an object costs by itself. */
   noop(): number {
     return 0;

@@ -145,6 +145,12 @@ export async function serveBench(req: Request, env: Env, entry: Entry, ctx: Exec
       const answer = await stub.fiveAnswering(ECHO_ANSWER_BYTES);
       return new Response(answer.whole, { headers: { "content-type": "application/connect+proto" } });
     }
+    case "/_bench/relay": {
+      // The floor of a streamed model answer (BenchObject.relay): the request's body goes to the
+      // provider at `url`, whose stream comes back through the object.
+      const target = url.searchParams.get("url") ?? "";
+      return new Response(await stub.relay(target, await req.text()), { headers: { "content-type": "text/event-stream" } });
+    }
     case "/_bench/five-stream":
       return new Response(await stub.fiveStream());
     case "/_bench/read":
