@@ -72,6 +72,52 @@ export function recordUpdateEnvelope(r: RecordColumns): Uint8Array {
   return b;
 }
 
+/**
+ * A model's streamed chunk as an enveloped ExecUpdate (its `delta`, field 2): what toBinary gives
+ * `{ delta: { executionId, chunk, done } }` (part_index 0, left out as proto3 leaves it out), in one
+ * allocation, without building a message. A model's answer streams one of these per chunk it
+ * sends (objects/session/turns.ts), so the per-chunk work is only this. The text is written as
+ * UTF-8 the way TextEncoder writes it: a lone surrogate becomes U+FFFD, as toBinary makes it.
+ */
+export function deltaUpdateEnvelope(executionId: string, chunk: string, done: boolean): Uint8Array {
+  // At most 3 bytes per UTF-16 unit: written into a scratch buffer, then copied at its exact size.
+  const room = 5 + 1 + 5 + 1 + 5 + 3 * executionId.length + 1 + 5 + 3 * chunk.length + 2;
+  if (deltaScratch.length < room) deltaScratch = new Uint8Array(Math.max(room, 2 * deltaScratch.length));
+  const b = deltaScratch;
+  // The Delta's fields after a 5-byte envelope head and the update's 1-byte tag and 5-byte length, moved down once the length is known.
+  const start = 11;
+  let at = start;
+  at = stringField(b, at, 0x0a, executionId);
+  at = stringField(b, at, 0x1a, chunk);
+  if (done) {
+    b[at++] = 0x20;
+    b[at++] = 1;
+  }
+  const delta = at - start;
+  const update = 1 + varintSize(delta) + delta;
+  const out = new Uint8Array(5 + update);
+  let o = writeEnvelopeHead(out, 0, update);
+  out[o++] = 0x12;
+  o = varint(out, o, delta);
+  out.set(b.subarray(start, at), o);
+  return out;
+}
+
+let deltaScratch = new Uint8Array(4096);
+const UTF8 = new TextEncoder();
+
+/** A string field with its tag and length at `at` (room for 5 length bytes and 3 bytes a unit); omitted when empty. */
+function stringField(b: Uint8Array, at: number, tag: number, s: string): number {
+  if (s.length === 0) return at;
+  b[at] = tag;
+  // Written after a 5-byte length slot, then moved down to follow a length of its own size.
+  const n = UTF8.encodeInto(s, b.subarray(at + 6)).written;
+  const len = varintSize(n);
+  if (len < 5) b.copyWithin(at + 1 + len, at + 6, at + 6 + n);
+  varint(b, at + 1, n);
+  return at + 1 + len + n;
+}
+
 /** A data envelope's flag byte (0) and its 4-byte big-endian length at `at`; answers where the message starts. */
 function writeEnvelopeHead(b: Uint8Array, at: number, size: number): number {
   b[at] = 0;

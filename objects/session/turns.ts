@@ -4,7 +4,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { encodeBinary } from "../../proto/binary-writer.js";
-import { recordUpdateEnvelope } from "../../proto/record-envelopes.js";
+import { deltaUpdateEnvelope, recordUpdateEnvelope } from "../../proto/record-envelopes.js";
 import { ComputeState, ExecState, ExecUpdateSchema, type ExecRequest, type ExecUpdate, type Session } from "../../proto/gen/agentsessions/v1/session_pb.js";
 import { mintExecutionId } from "../../proto/ids.js";
 import { DEFAULT_HARNESS, unknownHarnessMessage } from "../../runtimes/builtin/index.js";
@@ -414,7 +414,7 @@ export function updateBytes(update: ExecUpdate["update"]): Uint8Array {
 function deltaRelay(s: SessionState, live: LiveTurn, out?: FrameSink) {
   return (chunk: string, done: boolean) => {
     const executionId = live.executionId;
-    out?.update(updateBytes({ case: "delta", value: { executionId, chunk, done } as never }));
+    out?.updateFrame(deltaUpdateEnvelope(executionId, chunk, done));
     s.followers.delta(s.journal.head().seq, executionId, chunk, done);
   };
 }

@@ -3,7 +3,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { connectEndFrame, EnvelopeWriter, grpcWebTrailerFrame, recordUpdateEnvelope, streamEnd } from "../../../proto/record-envelopes.js";
+import { connectEndFrame, deltaUpdateEnvelope, EnvelopeWriter, grpcWebTrailerFrame, recordUpdateEnvelope, streamEnd } from "../../../proto/record-envelopes.js";
 import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 /**
@@ -106,6 +106,52 @@ describe("record envelopes", () => {
       const parts = new EnvelopeWriter(16);
       parts.pushRecord({ ...record, eventHead: event.subarray(0, 18), event: event.subarray(18) });
       expect(parts.take()).toEqual(whole.take());
+    }
+  });
+
+  it("deltaUpdateEnvelope: a streamed chunk as an enveloped ExecUpdate, exactly what toBinary gives it, for texts of every length and kind", () => {
+    // Lengths across varint byte boundaries (127/128 bytes, 16383/16384), multi-byte characters,
+    // lone surrogates (U+FFFD in their place, as toBinary writes them), empty parts and the done flag.
+    const random = (n: number, seed: number) => {
+      let x = seed;
+      let out = "";
+      for (let i = 0; i < n; i++) {
+        x = (x * 1103515245 + 12345) & 0x7fffffff;
+        const pick = x % 7;
+        out +=
+          pick === 0
+            ? String.fromCharCode(0xd800 + (x % 0x800))
+            : pick === 1
+              ? "é"
+              : pick === 2
+                ? "😀"
+                : pick === 3
+                  ? "中"
+                  : String.fromCharCode(32 + (x % 90));
+      }
+      return out;
+    };
+    const cases: [string, string, boolean][] = [
+      ["", "", false],
+      ["", "", true],
+      ["exec-1", "", true],
+      ["", "hi", false],
+      ["0123456789abcdef", "a".repeat(127), false],
+      ["0123456789abcdef", "a".repeat(128), true],
+      ["0123456789abcdef", "b".repeat(16383), false],
+      ["0123456789abcdef", "é".repeat(8192), false],
+      ["0123456789abcdef", "c".repeat(70_000), true],
+      ["0123456789abcdef", "\ud83d", false],
+      ["id-\udc00", "x\ud83dy", true],
+    ];
+    for (let seed = 1; seed <= 200; seed++) cases.push([random(seed % 20, seed), random((seed * 7) % 300, seed + 1), seed % 2 === 0]);
+    for (const [executionId, chunk, done] of cases) {
+      const want = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "delta", value: { executionId, chunk, done } } }));
+      const got = deltaUpdateEnvelope(executionId, chunk, done);
+      expect(got[0]).toBe(0);
+      expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
+      expect(got.subarray(5)).toEqual(want);
+      expect(got.length).toBe(5 + want.length);
     }
   });
 
