@@ -7,10 +7,18 @@
  * follows. The end frame is sent only to a reader that asked for it (`FrameSink` `endFrame`): a
  * Worker of an older version, during a deploy, would take any frame it does not know for a failure.
  * Encoded in objects/, decoded in worker/.
+ *
+ * A reader that names its caller's protocol (`FrameSinkOptions.ending`: the Worker's binary Exec,
+ * worker/exec-stream-route.ts) gets the answer exactly as the client does instead: the update
+ * frames, which are laid out as data envelopes already, then that protocol's ending, OK or the
+ * failure's code and message. The Worker then hands the stream on untouched, and workerd carries
+ * each chunk to the client without calling into JavaScript; the object writes the request's line.
  */
+import { Code } from "@connectrpc/connect";
 import { clearImmediate, setImmediate } from "node:timers";
 import { concatBytes } from "../proto/bytes.js";
-import type { Failure } from "./session/outcomes.js";
+import { type Ending, streamEnd } from "../proto/record-envelopes.js";
+import { codeFor, type Failure } from "./session/outcomes.js";
 
 const UPDATE = 0;
 const FAILURE = 1;
@@ -55,29 +63,7 @@ export class FrameDecoder {
     return frames;
   }
 
-  /**
-   * The chunk's whole update frames as they are, byte for byte, and how the stream ended, if it
-   * did: with a failure frame, or with the end frame (`ended`). An update frame is laid out as a
-   * Connect (and gRPC-Web) data envelope, flags 0, so the Worker forwards these bytes as the
-   * response's envelopes without copying them. Nothing after the frame that ends the stream counts.
-   */
-  relay(chunk: Uint8Array): { envelopes?: Uint8Array; failure?: Failure; ended?: true } {
-    const joined = this._join(chunk);
-    let at = 0;
-    let failure: Failure | undefined;
-    let ended: true | undefined;
-    for (let len = wholeFrame(joined, at); len >= 0; len = wholeFrame(joined, at)) {
-      const kind = joined[at];
-      if (kind === END) ended = true;
-      else if (kind !== UPDATE) failure = failureOf(joined.subarray(at + 5, at + 5 + len));
-      if (ended || failure) break;
-      at += 5 + len;
-    }
-    this._buf = failure || ended ? new Uint8Array(0) : this._rest(joined, at);
-    return { envelopes: at > 0 ? joined.subarray(0, at) : undefined, failure, ended };
-  }
-
-  /** A partial frame after `at`, copied: the bytes before it are handed on and may be transferred. */
+  /** A partial frame after `at`, copied: the bytes before it may be handed on. */
   private _rest(joined: Uint8Array, at: number): Uint8Array {
     return at === joined.length ? new Uint8Array(0) : joined.slice(at);
   }
@@ -116,6 +102,14 @@ function failureOf(payload: Uint8Array): Failure {
 export interface FrameSinkOptions {
   endFrame?: boolean;
   whole?: boolean;
+  /** The caller's protocol: the stream is the answer as the client reads it (see the top of this file). */
+  ending?: Ending;
+  /**
+   * Told once how the answer ended: its code (undefined for OK; CANCELED when its reader went away
+   * first) and when its first chunk went out (Date.now()), if one did. The session object writes
+   * the request's line from it when the Worker hands the stream on untouched (`ending`).
+   */
+  ended?: (code: Code | undefined, firstChunkMs: number | undefined) => void;
 }
 
 /**
@@ -147,6 +141,10 @@ export class FrameSink {
   /** Chunks due before the stream was made: its first ones. */
   private _early: Uint8Array[] = [];
   private _due: (() => void) | undefined;
+  /** The code the answer ends with (`ending`): a failure's, else OK. */
+  private _code: Code | undefined;
+  private _firstChunkMs: number | undefined;
+  private _reported = false;
 
   constructor(private readonly _o: FrameSinkOptions = {}) {}
 
@@ -159,6 +157,7 @@ export class FrameSink {
         else c.close();
       },
       cancel: () => {
+        if (this._open) this._report(Code.Canceled);
         this._open = false;
       },
     });
@@ -187,7 +186,9 @@ export class FrameSink {
   }
 
   fail(f: Failure): void {
-    this._push(encodeFailureFrame(f));
+    const ending = this._o.ending;
+    this._code = codeFor(f.reason);
+    this._push(ending ? streamEnd(ending, { code: this._code, message: f.message }) : encodeFailureFrame(f));
     this._failed = true;
     this.close();
   }
@@ -203,10 +204,15 @@ export class FrameSink {
 
   close(): void {
     if (!this._open) return;
-    if (this._o.endFrame && !this._failed) this._pending.push(END_FRAME);
+    const ending = this._o.ending;
+    if (!this._failed) {
+      if (ending) this._pending.push(streamEnd(ending));
+      else if (this._o.endFrame) this._pending.push(END_FRAME);
+    }
     this._flush();
     this._open = false;
     this._wake();
+    this._report(this._code);
     if (!this._ctl) return;
     try {
       this._ctl.close();
@@ -233,6 +239,7 @@ export class FrameSink {
     if (parts.length === 0 || !this._open) return;
     this._pending = [];
     const chunk = parts.length === 1 ? parts[0]! : concatBytes(parts);
+    this._firstChunkMs ??= Date.now();
     if (!this._ctl) {
       this._early.push(chunk);
       this._wake();
@@ -243,6 +250,12 @@ export class FrameSink {
     } catch {
       this._open = false;
     }
+  }
+
+  private _report(code: Code | undefined): void {
+    if (this._reported || !this._o.ended) return;
+    this._reported = true;
+    this._o.ended(code, this._firstChunkMs);
   }
 
   private _wake(): void {

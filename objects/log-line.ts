@@ -8,6 +8,7 @@
  * `LOG_LEVEL` (debug, info, warn or error; info by default) is the least level written: a line
  * below it is never built or handed to the console, so it costs nothing where nobody reads it.
  */
+import { Code } from "@connectrpc/connect";
 
 type Level = "error" | "warn" | "info" | "debug";
 
@@ -61,4 +62,41 @@ export function configureLogLevel(env: { LOG_LEVEL?: string }): void {
   if (setLogLevel(env.LOG_LEVEL) || warnedFor === env.LOG_LEVEL) return;
   warnedFor = env.LOG_LEVEL;
   writeLogLine({ level: "warn", msg: "config", ignored: ["LOG_LEVEL"], detail: "not one of debug, info, warn, error: info applies; fix the variable" });
+}
+
+const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
+
+export interface RpcLine {
+  requestId: string;
+  tenant: string;
+  session: string;
+  operation: string;
+  code: Code | undefined;
+  durationMs: number;
+  /** A server stream's first message (an Exec's Session frame comes after admission and placement). */
+  firstMessageMs?: number;
+}
+
+/**
+ * Writes one RPC line (docs/observability.md): the router's interceptor and the Worker's own
+ * refusals write it (worker/request-log.ts), and a session object writes an Exec's when it
+ * answers the stream itself (objects/exec-frames.ts).
+ */
+export function logRpc(l: RpcLine): void {
+  const level = l.code !== undefined && SERVER_FAULTS.has(l.code) ? "error" : "info";
+  if (!logsAt(level)) return;
+  writeLogText(
+    level,
+    JSON.stringify({
+      level,
+      msg: "rpc",
+      request_id: l.requestId,
+      tenant: l.tenant,
+      session: l.session,
+      operation: l.operation,
+      outcome: l.code === undefined ? "ok" : Code[l.code],
+      duration_ms: l.durationMs,
+      ...(l.firstMessageMs === undefined ? {} : { first_message_ms: l.firstMessageMs }),
+    }),
+  );
 }

@@ -1,11 +1,11 @@
 /**
- * Exec in a binary encoding, relayed without the router's streaming machinery: the session
- * object's update frames (objects/exec-frames.ts) are forwarded as they arrive, byte for byte:
- * an update frame is laid out as a Connect / gRPC-Web data envelope. The object's failure frame
- * becomes the stream's error ending, its end frame the OK ending, and a stream that stops
- * mid-frame ends UNAVAILABLE. An answer that the object gave whole (a turn that never waited,
- * such as an echo turn: objects/exec-frames.ts `FrameStart`), or that fits the stream's first
- * chunk, goes as one body of known length; anything longer streams.
+ * Exec in a binary encoding, served without the router's streaming machinery: the session object
+ * writes the answer exactly as the client reads it (objects/exec-frames.ts, with the caller's
+ * `ending`): its update frames are laid out as Connect / gRPC-Web data envelopes, and it ends the
+ * stream with that protocol's OK or error ending. An answer that the object gave whole (a turn
+ * that never waited, such as an echo turn: objects/exec-frames.ts `FrameStart`) goes as one body
+ * of known length; anything longer is the object's own stream, which workerd pumps to the caller
+ * without calling into this isolate for each chunk (a model's streamed answer is many chunks).
  * Connect-es would decode nothing here either (binary passthrough), but it pipes each message
  * through several async generators; this is the turn's hot path.
  *
@@ -13,26 +13,27 @@
  * without a deadline header, after rpc-entry.ts authenticated, authorized, rate-limited and
  * checked the request; anything else goes to the router. The checks before the stream are the
  * router's own (sessions-service.ts openExec), so both refuse in the same words; a non-Connect
- * error is INTERNAL with a fault line, as classifyFaults makes it. One `rpc` line, with the
- * first message's time, as the request log writes it. Tested against the router's answers in
- * test/node/integration/stream-routes.test.ts.
+ * error is INTERNAL with a fault line, as classifyFaults makes it. A refusal before the object
+ * writes its `rpc` line here; an answer the object gave, the object writes (with the first
+ * message's time), once it ended, or with CANCELED when the caller went away first. A stream its
+ * object stopped sending mid-turn (the object restarted) reaches the client without its ending,
+ * which a client reads as a broken stream, never as a complete one. Tested against the router's
+ * answers in test/node/integration/stream-routes.test.ts.
  */
 import { decodeBinary } from "../proto/binary-reader.js";
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { HostLimits } from "../objects/config.js";
-import { type Env, FrameDecoder } from "../objects/index.js";
+import type { Env } from "../objects/index.js";
 import type { FrameStart } from "../objects/exec-frames.js";
 import { type ExecRequest, ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { numberViolation } from "../proto/numbers.js";
 import type { HarnessResolver } from "../runtimes/builtin/index.js";
 import { type Caller, callerKey, type LogFields, logFieldsKey } from "./context.js";
-import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
-import { concatBytes } from "../proto/bytes.js";
 import { binaryStreamCall, streamEndOf } from "./record-stream-route.js";
 import type { DecodedMessages } from "./request-check.js";
 import { logRpc } from "./request-log.js";
-import { EXEC_CUT_SHORT, openExecWhole } from "./sessions-service.js";
+import { openExecWhole } from "./sessions-service.js";
 
 /** The Exec answer, or undefined when the router should serve this request. */
 export async function serveBinaryExec(
@@ -56,20 +57,16 @@ export async function serveBinaryExec(
   const started = Date.now();
   const headers = { "content-type": call.contentType };
   const fields: LogFields = {};
-  let firstMessageMs: number | undefined;
-  const log = (code: Code | undefined) =>
+  const fail = (e: unknown) => {
+    const err = classifyFault(e, caller.requestId, "Exec");
     logRpc({
       requestId: caller.requestId,
       tenant: caller.tenant,
       session: fields.session ?? "",
       operation: "Exec",
-      code,
+      code: err.code,
       durationMs: Date.now() - started,
-      firstMessageMs,
     });
-  const fail = (e: unknown) => {
-    const err = classifyFault(e, caller.requestId, "Exec");
-    log(err.code);
     return new Response(streamEndOf(call.ending, err), { status: 200, headers });
   };
 
@@ -80,75 +77,13 @@ export async function serveBinaryExec(
   values.set(logFieldsKey, fields);
   let start: FrameStart;
   try {
-    start = await openExecWhole(env, harnesses, limits, { values } as HandlerContext, request, call.payload);
+    start = await openExecWhole(env, harnesses, limits, { values } as HandlerContext, request, call.payload, { ending: call.ending, startedMs: started });
   } catch (e) {
     return fail(e);
   }
-  const decoder = new FrameDecoder();
-  if ("whole" in start) {
-    // A turn that never waited (an echo turn): the object answered with all of it, no stream.
-    const { envelopes, failure, ended } = decoder.relay(start.whole);
-    if (envelopes) firstMessageMs = Date.now() - started;
-    const e = ended ? undefined : failure ? connectErrorFrom(failure) : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable);
-    const ending = streamEndOf(call.ending, e);
-    log(e?.code);
-    return new Response(envelopes ? concatBytes([envelopes, ending]) : ending, { status: 200, headers });
-  }
-
-  const reader = start.frames.getReader();
-  /** The stream's end in the caller's protocol after `before` (the last envelopes), and its log line. */
-  const finish = (e?: ConnectError, before?: Uint8Array): Piece => {
-    const ending = streamEndOf(call.ending, e);
-    log(e?.code);
-    void reader.cancel().catch(() => undefined);
-    return { bytes: before ? concatBytes([before, ending]) : ending, last: true };
-  };
-  /** The next bytes to send: read until a chunk yields some (a chunk may hold part of a frame only). */
-  const next = async (): Promise<Piece> => {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch {
-        return finish(new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-      }
-      if (chunk.done) return finish(decoder.drained ? undefined : new ConnectError(EXEC_CUT_SHORT, Code.Unavailable));
-      const { envelopes, failure, ended } = decoder.relay(chunk.value);
-      if (envelopes) firstMessageMs ??= Date.now() - started;
-      if (ended) return finish(undefined, envelopes);
-      if (failure) return finish(connectErrorFrom(failure), envelopes);
-      if (envelopes) return { bytes: envelopes, last: false };
-    }
-  };
-
-  // A turn that never waited (an echo turn) sends its whole answer in the object's first chunk:
-  // it goes as one body of known length, without a stream to relay it.
-  const first = await next();
-  if (first.last) return new Response(first.bytes, { status: 200, headers });
-  let done = false;
-  const stream = new ReadableStream<Uint8Array>({
-    start(ctl) {
-      ctl.enqueue(first.bytes);
-    },
-    async pull(ctl) {
-      const piece = await next();
-      ctl.enqueue(piece.bytes);
-      if (!piece.last) return;
-      done = true;
-      ctl.close();
-    },
-    cancel(reason) {
-      if (done) return;
-      done = true;
-      log(Code.Canceled);
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(stream, { status: 200, headers });
-}
-
-/** Bytes of the response, and whether they end it. */
-interface Piece {
-  bytes: Uint8Array;
-  last: boolean;
+  // The object wrote the answer in the caller's protocol, its ending and its request line
+  // included (objects/exec-frames.ts): a turn that never waited comes whole, anything else as a
+  // stream that workerd pumps to the caller without this isolate touching a chunk.
+  if ("whole" in start) return new Response(start.whole, { status: 200, headers });
+  return new Response(start.frames, { status: 200, headers });
 }

@@ -5,43 +5,13 @@
  * Never message contents, config, tool arguments or tokens (docs/security.md).
  * Caller-caused outcomes (INVALID_ARGUMENT, NOT_FOUND, ABORTED, ...) log at info, not error.
  */
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { type Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { whenEnded } from "./call-end.js";
 import { callerKey, logFieldsKey } from "./context.js";
-import { logsAt, writeLogText } from "../objects/log-line.js";
+import { logRpc } from "../objects/log-line.js";
 
-const SERVER_FAULTS = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);
-
-export interface RpcLine {
-  requestId: string;
-  tenant: string;
-  session: string;
-  operation: string;
-  code: Code | undefined;
-  durationMs: number;
-  /** A server stream's first message (an Exec's Session frame comes after admission and placement). */
-  firstMessageMs?: number;
-}
-
-/** Writes one RPC line; also used for requests refused before the router (worker/index.ts). */
-export function logRpc(l: RpcLine): void {
-  const level = l.code !== undefined && SERVER_FAULTS.has(l.code) ? "error" : "info";
-  if (!logsAt(level)) return;
-  writeLogText(
-    level,
-    JSON.stringify({
-      level,
-      msg: "rpc",
-      request_id: l.requestId,
-      tenant: l.tenant,
-      session: l.session,
-      operation: l.operation,
-      outcome: l.code === undefined ? "ok" : Code[l.code],
-      duration_ms: l.durationMs,
-      ...(l.firstMessageMs === undefined ? {} : { first_message_ms: l.firstMessageMs }),
-    }),
-  );
-}
+// Written by objects/log-line.ts, where a session object writes the line of an Exec it answers itself.
+export { logRpc, type RpcLine } from "../objects/log-line.js";
 
 export const requestLog: Interceptor = (next) => async (req) => {
   const started = Date.now();

@@ -23,6 +23,7 @@ import { DEFAULT_HARNESS, servedBuiltins, unknownHarnessMessage, type HarnessRes
 import { hostConfig } from "../objects/config.js";
 import { directoryStub, failure, FrameDecoder, sessionStub, tunnelStub, type Env } from "../objects/index.js";
 import type { FrameStart } from "../objects/exec-frames.js";
+import type { ExecWire } from "../objects/session/object.js";
 import { recordedIdentity } from "./auth/index.js";
 import { binaryPassthrough, logRecordWithEventBytes } from "../proto/passthrough.js";
 import { callerOf, noteSession, principalOf, wantsBinary } from "./context.js";
@@ -256,6 +257,8 @@ export async function openExecWhole(
   ctx: HandlerContext,
   req: ExecRequest,
   encoded?: Uint8Array,
+  /** The answer in the caller's protocol, written whole by the session object (worker/exec-stream-route.ts). */
+  wire?: ExecWire,
 ): Promise<FrameStart> {
   if (req.inputs.length > limits.maxInputsPerExec) {
     throw new ConnectError(
@@ -277,7 +280,7 @@ export async function openExecWhole(
   const bytes = encoded && req.session === uid ? encoded : encodeBinary(ExecRequestSchema, { ...req, session: uid });
   const caller = callerOf(ctx);
   // Ends with the end frame: both readers of this stream (the router's exec, serveBinaryExec) know it.
-  const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true, true);
+  const start = await sessionStub(env, caller.tenant, uid).exec(bytes, caller.requestId, true, true, wire);
   if (!start.ok) throw connectErrorFrom(start);
   return "whole" in start ? { whole: start.whole } : { frames: start.frames };
 }

@@ -131,6 +131,12 @@ export class SessionHost {
     return success(this._s.followers.open(from, follow, ending));
   }
 
+  /** The session's tenant and uid, for a request line ("" when it does not exist). */
+  names(): { tenant: string; uid: string } {
+    const meta = this._s.meta.load();
+    return { tenant: meta?.tenant ?? "", uid: meta?.uid ?? "" };
+  }
+
   exec(req: ExecRequest, stream: FrameSinkOptions = {}): Promise<ExecStart> {
     return this._orGone(() => startExec(this._s, req, stream));
   }

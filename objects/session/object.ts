@@ -32,7 +32,17 @@ import { createR2BlobStore } from "../blobs/blob-store.js";
 import { createToolExecutor } from "../tools/executor.js";
 import { withRequestId } from "../request-context.js";
 import { sqlDbFromStorage } from "../storage/do-sql.js";
-import { configureLogLevel } from "../log-line.js";
+import { configureLogLevel, logRpc } from "../log-line.js";
+import type { FrameSinkOptions } from "../exec-frames.js";
+
+/**
+ * An Exec answered in the caller's protocol (worker/exec-stream-route.ts): its ending, and when
+ * the Worker took the request (Date.now()), from which the request line's times are counted.
+ */
+export interface ExecWire {
+  ending: Ending;
+  startedMs: number;
+}
 
 export class SessionObject extends DurableObject<Env> {
   private readonly _host: SessionHost;
@@ -103,8 +113,25 @@ export class SessionObject extends DurableObject<Env> {
    * asks for it can answer at once, without waiting to see the stream close. `whole`: the call
    * answers when the first chunk is due, with the whole answer as bytes if the turn ended by then.
    */
-  exec(request: Uint8Array, requestId = "", endFrame = false, whole = false): Promise<ExecStart> {
-    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request), { endFrame, whole }));
+  exec(request: Uint8Array, requestId = "", endFrame = false, whole = false, wire?: ExecWire): Promise<ExecStart> {
+    const options: FrameSinkOptions = { endFrame, whole };
+    if (wire) {
+      // The answer as the client reads it, which the Worker hands on untouched: its line is written here.
+      options.ending = wire.ending;
+      options.ended = (code, firstChunkMs) => {
+        const { tenant, uid } = this._host.names();
+        logRpc({
+          requestId,
+          tenant,
+          session: uid,
+          operation: "Exec",
+          code,
+          durationMs: Date.now() - wire.startedMs,
+          firstMessageMs: firstChunkMs === undefined ? undefined : firstChunkMs - wire.startedMs,
+        });
+      };
+    }
+    return withRequestId(requestId, () => this._host.exec(decodeBinary(ExecRequestSchema, request), options));
   }
 
   /** The tenant's limiter asks whether a turn it counts still runs (false once this object restarted). */

@@ -1,13 +1,14 @@
 /**
  * objects/exec-frames.ts in process: the Exec stream's frames reassembled from chunks split at
- * every byte, and relayed as Connect envelopes without being re-framed (the Worker's Exec route,
- * worker/exec-stream-route.ts, forwards `relay`'s bytes as the response body); the end frame; and
- * FrameSink sending the frames written before it next waits as one chunk.
+ * every byte; the end frame; FrameSink sending the frames written before it next waits as one
+ * chunk; and, with the caller's protocol, the answer exactly as the client reads it (the Worker's
+ * Exec route, worker/exec-stream-route.ts, hands it on untouched) and its outcome told once.
  */
+import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { END_FRAME, encodeFailureFrame, encodeUpdateFrame, FrameDecoder, FrameSink } from "../../../objects/exec-frames.js";
 import { concatBytes } from "../../../proto/bytes.js";
-import { envelopeFrame } from "../../../proto/record-envelopes.js";
+import { envelopeFrame, streamEnd } from "../../../proto/record-envelopes.js";
 
 const payloads = [new Uint8Array([]), new Uint8Array([1, 2, 3]), new Uint8Array(300).map((_, i) => i & 0xff), new Uint8Array([9])];
 const updates = concatBytes(payloads.map(encodeUpdateFrame));
@@ -29,61 +30,7 @@ describe("FrameDecoder", () => {
     }
   });
 
-  it("relay: the update frames come out byte for byte as the Connect envelopes of their payloads", () => {
-    const envelopes = concatBytes(payloads.map((p) => envelopeFrame(0, p)));
-    expect(updates).toEqual(envelopes);
-    for (let a = 0; a <= updates.length; a += 7) {
-      for (let b = a; b <= updates.length; b += 13) {
-        const dec = new FrameDecoder();
-        const out = cut(updates, [a, b]).flatMap((c) => dec.relay(c).envelopes ?? []);
-        expect(concatBytes(out)).toEqual(envelopes);
-        expect(dec.drained).toBe(true);
-      }
-    }
-  });
-
-  it("relay: holds a partial frame back until its last byte arrives", () => {
-    const dec = new FrameDecoder();
-    const first = encodeUpdateFrame(payloads[2]!);
-    expect(dec.relay(first.subarray(0, 100)).envelopes).toBeUndefined();
-    expect(dec.drained).toBe(false);
-    expect(dec.relay(first.subarray(100)).envelopes).toEqual(first);
-    expect(dec.drained).toBe(true);
-  });
-
-  it("relay: a failure frame ends the updates before it and is returned decoded", () => {
-    const stream = concatBytes([encodeUpdateFrame(payloads[1]!), failure, encodeUpdateFrame(payloads[3]!)]);
-    for (let at = 0; at <= stream.length; at++) {
-      const dec = new FrameDecoder();
-      const sent: Uint8Array[] = [];
-      let ended;
-      // As the Worker reads: chunk by chunk, stopping at the failure.
-      for (const c of cut(stream, [at])) {
-        const r = dec.relay(c);
-        if (r.envelopes) sent.push(r.envelopes);
-        if ((ended = r.failure)) break;
-      }
-      expect(concatBytes(sent)).toEqual(encodeUpdateFrame(payloads[1]!));
-      expect(ended).toEqual({ ok: false, reason: "session_busy", message: "a turn is running" });
-    }
-  });
-
-  it("the end frame: relay says the stream ended and hands on nothing after it; push returns it", () => {
-    const stream = concatBytes([updates, END_FRAME, encodeUpdateFrame(payloads[1]!), failure]);
-    for (let at = 0; at <= stream.length; at += 3) {
-      const dec = new FrameDecoder();
-      const sent: Uint8Array[] = [];
-      let ended = false;
-      for (const c of cut(stream, [at])) {
-        const r = dec.relay(c);
-        if (r.envelopes) sent.push(r.envelopes);
-        expect(r.failure).toBeUndefined();
-        if ((ended = r.ended === true)) break;
-      }
-      expect(ended).toBe(true);
-      expect(concatBytes(sent)).toEqual(updates);
-      expect(dec.drained).toBe(true);
-    }
+  it("the end frame: push returns it after the updates", () => {
     const dec = new FrameDecoder();
     expect(dec.push(concatBytes([encodeUpdateFrame(payloads[3]!), END_FRAME])).map((f) => f.kind)).toEqual(["update", "end"]);
   });
@@ -211,6 +158,51 @@ describe("FrameSink", () => {
       encodeUpdateFrame(payloads[2]!),
       concatBytes([encodeUpdateFrame(payloads[3]!), END_FRAME]),
     ]);
+  });
+
+  it("with the caller's protocol: update frames are its data envelopes, and the stream ends with its OK ending, or the failure's code and message", async () => {
+    // An update frame is a data envelope byte for byte: the client reads the frames as they are.
+    expect(updates).toEqual(concatBytes(payloads.map((p) => envelopeFrame(0, p))));
+    for (const ending of ["connect", "grpc-web"] as const) {
+      const told: [Code | undefined, boolean][] = [];
+      const ok = new FrameSink({ endFrame: true, ending, ended: (code, first) => told.push([code, first !== undefined]) });
+      const read = chunksOf(ok);
+      for (const p of payloads) ok.update(p);
+      ok.close();
+      ok.close();
+      expect(concatBytes(await read)).toEqual(concatBytes([updates, streamEnd(ending)]));
+      expect(told).toEqual([[undefined, true]]);
+
+      told.length = 0;
+      const failing = new FrameSink({ endFrame: true, ending, ended: (code, first) => told.push([code, first !== undefined]) });
+      const failed = chunksOf(failing);
+      failing.update(payloads[1]!);
+      failing.fail({ ok: false, reason: "session_busy", message: "a turn is running" });
+      expect(concatBytes(await failed)).toEqual(
+        concatBytes([encodeUpdateFrame(payloads[1]!), streamEnd(ending, { code: Code.Aborted, message: "a turn is running" })]),
+      );
+      expect(told).toEqual([[Code.Aborted, true]]);
+    }
+  });
+
+  it("with the caller's protocol: a whole answer carries its ending; a reader that goes away first is told as CANCELED, once", async () => {
+    const told: (Code | undefined)[] = [];
+    const whole = new FrameSink({ whole: true, ending: "connect", ended: (code) => told.push(code) });
+    const started = whole.start();
+    whole.update(payloads[1]!);
+    whole.fail({ ok: false, reason: "deadline_exceeded", message: "too late" });
+    expect(await started).toEqual({
+      whole: concatBytes([encodeUpdateFrame(payloads[1]!), streamEnd("connect", { code: Code.DeadlineExceeded, message: "too late" })]),
+    });
+    expect(told).toEqual([Code.DeadlineExceeded]);
+
+    told.length = 0;
+    const left = new FrameSink({ ending: "connect", ended: (code) => told.push(code) });
+    left.update(payloads[1]!);
+    await left.stream.cancel();
+    left.update(payloads[2]!);
+    left.close();
+    expect(told).toEqual([Code.Canceled]);
   });
 
   it("a reader that went away drops what is queued without failing the writer", async () => {
