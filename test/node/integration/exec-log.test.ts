@@ -58,7 +58,7 @@ async function exec(requestId: string, session: string, signal?: AbortSignal): P
   const res = await fetch(`${host.url}/agentsessions.v1.Sessions/Exec`, {
     method: "POST",
     headers: { "content-type": "application/connect+proto", "x-request-id": requestId },
-    body,
+    body: body as Uint8Array<ArrayBuffer>,
     signal,
   });
   const bytes = new Uint8Array(await res.arrayBuffer());
