@@ -93,10 +93,44 @@ export function deltaUpdateEnvelope(executionId: string, chunk: string, done: bo
     b[at++] = 0x20;
     b[at++] = 1;
   }
+  return wrapDelta(b, start, at);
+}
+
+/**
+ * A model's streamed chunk as an enveloped TailResponse (its `delta`, field 2, a TailDelta): what
+ * toBinary gives `{ delta: { afterSeq, executionId, offset, chunk, done } }`, written as
+ * deltaUpdateEnvelope writes an Exec's. A session's followers get one per chunk
+ * (objects/session/followers.ts), made once for all of them.
+ */
+export function tailDeltaEnvelope(afterSeq: bigint, executionId: string, offset: bigint, chunk: string, done: boolean): Uint8Array {
+  const room = 11 + 11 + 6 + 3 * executionId.length + 11 + 6 + 3 * chunk.length + 2;
+  if (deltaScratch.length < room) deltaScratch = new Uint8Array(Math.max(room, 2 * deltaScratch.length));
+  const b = deltaScratch;
+  const start = 11;
+  let at = start;
+  if (afterSeq !== 0n) {
+    b[at++] = 0x08;
+    at = varint(b, at, afterSeq);
+  }
+  at = stringField(b, at, 0x12, executionId);
+  if (offset !== 0n) {
+    b[at++] = 0x18;
+    at = varint(b, at, offset);
+  }
+  at = stringField(b, at, 0x22, chunk);
+  if (done) {
+    b[at++] = 0x28;
+    b[at++] = 1;
+  }
+  return wrapDelta(b, start, at);
+}
+
+/** The message at b[start..at) as field 2 of an enveloped outer message, in one allocation of its size. */
+function wrapDelta(b: Uint8Array, start: number, at: number): Uint8Array {
   const delta = at - start;
-  const update = 1 + varintSize(delta) + delta;
-  const out = new Uint8Array(5 + update);
-  let o = writeEnvelopeHead(out, 0, update);
+  const outer = 1 + varintSize(delta) + delta;
+  const out = new Uint8Array(5 + outer);
+  let o = writeEnvelopeHead(out, 0, outer);
   out[o++] = 0x12;
   o = varint(out, o, delta);
   out.set(b.subarray(start, at), o);

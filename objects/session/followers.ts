@@ -24,9 +24,8 @@ import { create } from "@bufbuild/protobuf";
 import { encodeBinary } from "../../proto/binary-writer.js";
 import { concatBytes } from "../../proto/bytes.js";
 import { type TailResponse, TailEnd_Reason, TailResponseSchema } from "../../proto/gen/agentsessions/edge/v1/tail_pb.js";
-import { logRecordWithEventBytes } from "../../proto/passthrough.js";
 import type { StoredRecord } from "../journal/journal.js";
-import { type Ending, streamEnd } from "../../proto/record-envelopes.js";
+import { type Ending, recordUpdateEnvelope, streamEnd, tailDeltaEnvelope } from "../../proto/record-envelopes.js";
 
 export { TailEnd_Reason as TailEndReason };
 
@@ -169,7 +168,7 @@ export class Followers {
         this._wake(f);
         continue;
       }
-      items ??= records.map((r) => ({ seq: r.seq, bytes: envelope(recordItem(r)) }));
+      items ??= records.map((r) => ({ seq: r.seq, bytes: recordItemBytes(r) }));
       for (const it of items) this._push(f, it);
       f.next = records[records.length - 1]!.seq + 1n;
       f.lastActivityMs = now;
@@ -190,7 +189,7 @@ export class Followers {
     const now = this._clock.now();
     for (const f of this._all) {
       if (!f.live || f.next !== afterSeq + 1n) continue;
-      item ??= { seq: 0n, bytes: envelope(deltaItem(afterSeq, executionId, BigInt(offset), chunk, done)) };
+      item ??= { seq: 0n, bytes: tailDeltaEnvelope(afterSeq, executionId, BigInt(offset), chunk, done) };
       this._push(f, item);
       f.lastActivityMs = now;
       this._wake(f);
@@ -228,7 +227,7 @@ export class Followers {
     const src = this._source();
     const head = src.head().seq;
     const page = f.next <= head ? src.read(f.next, head, PAGE) : [];
-    for (const r of page) this._push(f, { seq: r.seq, bytes: envelope(recordItem(r)) });
+    for (const r of page) this._push(f, { seq: r.seq, bytes: recordItemBytes(r) });
     // The journal has no gaps, so an empty page means the head moved under us: start over from it.
     f.next = page.length > 0 ? page[page.length - 1]!.seq + 1n : head + 1n;
     if (f.next <= head || f.done) return;
@@ -246,7 +245,7 @@ export class Followers {
     this._push(f, { seq: 0n, bytes: envelope(heartbeatItem(head)) });
     const d = this._delta;
     if (d && d.afterSeq + 1n === f.next && (d.text.length > 0 || d.done)) {
-      this._push(f, { seq: 0n, bytes: envelope(deltaItem(d.afterSeq, d.executionId, 0n, d.text, d.done)) });
+      this._push(f, { seq: 0n, bytes: tailDeltaEnvelope(d.afterSeq, d.executionId, 0n, d.text, d.done) });
     }
   }
 
@@ -378,12 +377,13 @@ const LEAVE_REASONS: Record<TailEnd_Reason, LeaveReason> = {
   [TailEnd_Reason.GONE]: "gone",
 };
 
-function recordItem(r: StoredRecord): TailResponse {
-  return create(TailResponseSchema, { item: { case: "record", value: logRecordWithEventBytes(r) } });
-}
-
-function deltaItem(afterSeq: bigint, executionId: string, offset: bigint, chunk: string, done: boolean): TailResponse {
-  return create(TailResponseSchema, { item: { case: "delta", value: { afterSeq, executionId, offset, chunk, done } } });
+/**
+ * A record as an enveloped TailResponse, written from its stored bytes: TailResponse's `record`
+ * is field 1, as ExecUpdate's is, so the Exec stream's record envelope is this item byte for
+ * byte (test/node/proto/record-envelopes.test.ts), with no message made or encoded.
+ */
+function recordItemBytes(r: StoredRecord): Uint8Array {
+  return recordUpdateEnvelope(r);
 }
 
 function heartbeatItem(headSeq: bigint): TailResponse {

@@ -3,7 +3,16 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { EventSchema, LogRecordSchema } from "../../../proto/gen/agentsessions/v1/common_pb.js";
 import { userText } from "../../../proto/messages.js";
-import { connectEndFrame, deltaUpdateEnvelope, EnvelopeWriter, grpcWebTrailerFrame, recordUpdateEnvelope, streamEnd } from "../../../proto/record-envelopes.js";
+import {
+  connectEndFrame,
+  deltaUpdateEnvelope,
+  EnvelopeWriter,
+  grpcWebTrailerFrame,
+  recordUpdateEnvelope,
+  streamEnd,
+  tailDeltaEnvelope,
+} from "../../../proto/record-envelopes.js";
+import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 /**
@@ -152,6 +161,37 @@ describe("record envelopes", () => {
       expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
       expect(got.subarray(5)).toEqual(want);
       expect(got.length).toBe(5 + want.length);
+    }
+  });
+
+  it("a record's envelope is also its TailResponse item byte for byte (both carry the record as field 1)", () => {
+    for (const [seq, prevHash, fence, textLen] of recordCases(3000)) {
+      const event = eventOf(textLen);
+      const record = create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event });
+      const want = toBinary(TailResponseSchema, create(TailResponseSchema, { item: { case: "record", value: record } }));
+      const got = recordUpdateEnvelope({ seq, prevHash, hash: "f".repeat(64), fence, event: toBinary(EventSchema, event) });
+      expect(got.subarray(5)).toEqual(want);
+    }
+  });
+
+  it("tailDeltaEnvelope: a follower's streamed chunk, exactly what toBinary gives the TailResponse, for every seq, offset and text", () => {
+    const texts = ["", "hi", "a".repeat(127), "b".repeat(128), "é".repeat(9000), "x\ud83dy", "😀中"];
+    const numbers = [0n, 1n, 127n, 128n, 16384n, 2n ** 40n, 2n ** 53n + 7n];
+    for (const afterSeq of numbers) {
+      for (const offset of numbers) {
+        for (const [i, chunk] of texts.entries()) {
+          const executionId = i % 2 ? "0123456789abcdef" : "";
+          const done = i % 3 === 0;
+          const want = toBinary(
+            TailResponseSchema,
+            create(TailResponseSchema, { item: { case: "delta", value: { afterSeq, executionId, offset, chunk, done } } }),
+          );
+          const got = tailDeltaEnvelope(afterSeq, executionId, offset, chunk, done);
+          expect(got[0]).toBe(0);
+          expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
+          expect(got.subarray(5)).toEqual(want);
+        }
+      }
     }
   });
 
