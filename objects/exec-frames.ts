@@ -141,7 +141,7 @@ export class FrameSink {
   /** Chunks due before the stream was made: its first ones. */
   private _early: Uint8Array[] = [];
   private _due: (() => void) | undefined;
-  /** The code the answer ends with (`ending`): a failure's, else OK. */
+  /** The code the answer ends with: a failure's, else undefined (OK). */
   private _code: Code | undefined;
   private _firstChunkMs: number | undefined;
   private _reported = false;
