@@ -81,9 +81,7 @@ export function recordUpdateEnvelope(r: RecordColumns): Uint8Array {
  */
 export function deltaUpdateEnvelope(executionId: string, chunk: string, done: boolean): Uint8Array {
   // At most 3 bytes per UTF-16 unit: written into a scratch buffer, then copied at its exact size.
-  const room = 5 + 1 + 5 + 1 + 5 + 3 * executionId.length + 1 + 5 + 3 * chunk.length + 2;
-  if (deltaScratch.length < room) deltaScratch = new Uint8Array(Math.max(room, 2 * deltaScratch.length));
-  const b = deltaScratch;
+  const b = scratchOf(5 + 1 + 5 + 1 + 5 + 3 * executionId.length + 1 + 5 + 3 * chunk.length + 2);
   // The Delta's fields after a 5-byte envelope head and the update's 1-byte tag and 5-byte length, moved down once the length is known.
   const start = 11;
   let at = start;
@@ -103,9 +101,7 @@ export function deltaUpdateEnvelope(executionId: string, chunk: string, done: bo
  * (objects/session/followers.ts), made once for all of them.
  */
 export function tailDeltaEnvelope(afterSeq: bigint, executionId: string, offset: bigint, chunk: string, done: boolean): Uint8Array {
-  const room = 11 + 11 + 6 + 3 * executionId.length + 11 + 6 + 3 * chunk.length + 2;
-  if (deltaScratch.length < room) deltaScratch = new Uint8Array(Math.max(room, 2 * deltaScratch.length));
-  const b = deltaScratch;
+  const b = scratchOf(11 + 11 + 6 + 3 * executionId.length + 11 + 6 + 3 * chunk.length + 2);
   const start = 11;
   let at = start;
   if (afterSeq !== 0n) {
@@ -138,6 +134,12 @@ function wrapDelta(b: Uint8Array, start: number, at: number): Uint8Array {
 }
 
 let deltaScratch = new Uint8Array(4096);
+
+/** The scratch buffer the deltas are written into first, with room for at least `room` bytes. */
+function scratchOf(room: number): Uint8Array {
+  if (deltaScratch.length < room) deltaScratch = new Uint8Array(Math.max(room, 2 * deltaScratch.length));
+  return deltaScratch;
+}
 const UTF8 = new TextEncoder();
 
 /** A string field with its tag and length at `at` (room for 5 length bytes and 3 bytes a unit); omitted when empty. */

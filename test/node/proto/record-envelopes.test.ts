@@ -39,6 +39,14 @@ function eventOf(textLen: number) {
   });
 }
 
+/** `got` is one data envelope (flags 0, its length, then the bytes) holding exactly `want`. */
+function expectDataEnvelope(got: Uint8Array, want: Uint8Array): void {
+  expect(got[0]).toBe(0);
+  expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
+  expect(got.subarray(5)).toEqual(want);
+  expect(got.length).toBe(5 + want.length);
+}
+
 describe("record envelopes", () => {
   it("EnvelopeWriter: seqs and fences of every size, genesis and later links, empty and large events encode like toBinary", () => {
     const w = new EnvelopeWriter();
@@ -69,10 +77,7 @@ describe("record envelopes", () => {
       const record = create(LogRecordSchema, { seq, prevHash, contentHash: "f".repeat(64), fence, event });
       const want = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "record", value: record } }));
       const got = recordUpdateEnvelope({ seq, prevHash, hash: "f".repeat(64), fence, event: toBinary(EventSchema, event) });
-      expect(got[0]).toBe(0);
-      expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
-      expect(got.subarray(5)).toEqual(want);
-      expect(got.length).toBe(5 + want.length);
+      expectDataEnvelope(got, want);
     }
     // A short row's two parts write what the whole event writes.
     const whole = toBinary(EventSchema, create(EventSchema, { executionId: "exec-1", kind: 3, body: { case: "message", value: userText("hi") } }));
@@ -157,10 +162,7 @@ describe("record envelopes", () => {
     for (const [executionId, chunk, done] of cases) {
       const want = toBinary(ExecUpdateSchema, create(ExecUpdateSchema, { update: { case: "delta", value: { executionId, chunk, done } } }));
       const got = deltaUpdateEnvelope(executionId, chunk, done);
-      expect(got[0]).toBe(0);
-      expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
-      expect(got.subarray(5)).toEqual(want);
-      expect(got.length).toBe(5 + want.length);
+      expectDataEnvelope(got, want);
     }
   });
 
@@ -187,9 +189,7 @@ describe("record envelopes", () => {
             create(TailResponseSchema, { item: { case: "delta", value: { afterSeq, executionId, offset, chunk, done } } }),
           );
           const got = tailDeltaEnvelope(afterSeq, executionId, offset, chunk, done);
-          expect(got[0]).toBe(0);
-          expect(new DataView(got.buffer, got.byteOffset + 1, 4).getUint32(0)).toBe(want.length);
-          expect(got.subarray(5)).toEqual(want);
+          expectDataEnvelope(got, want);
         }
       }
     }
