@@ -36,6 +36,14 @@ describe("FrameDecoder", () => {
   });
 });
 
+/**
+ * A wait, as a turn waits on something outside it. An immediate, not a 0 ms timer: immediates run
+ * in the order they were set, so the sink's own (set when a frame was written) has run by the time
+ * this one does. Node may run a 0 ms timer before an immediate set earlier, which joined chunks
+ * the test expected apart on a busy machine.
+ */
+const aWait = () => new Promise<void>((ok) => setImmediate(ok));
+
 /** Every chunk the sink's stream gives until it closes. */
 async function chunksOf(sink: FrameSink): Promise<Uint8Array[]> {
   const out: Uint8Array[] = [];
@@ -52,10 +60,10 @@ describe("FrameSink", () => {
     // Promise callbacks are not a wait: a turn that runs on them alone answers in one chunk.
     await Promise.resolve();
     sink.update(payloads[1]!);
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     sink.update(payloads[2]!);
     sink.update(payloads[3]!);
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     sink.close();
     const chunks = await read;
     expect(chunks).toHaveLength(2);
@@ -77,7 +85,7 @@ describe("FrameSink", () => {
     failing.fail({ ok: false, reason: "session_busy", message: "a turn is running" });
     // Written after the end: dropped.
     failing.update(payloads[3]!);
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     expect(concatBytes(await failed)).toEqual(concatBytes([encodeUpdateFrame(payloads[2]!), failure]));
   });
 
@@ -108,7 +116,7 @@ describe("FrameSink", () => {
       for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
     })();
     sink.update(payloads[0]!);
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     expect(chunks).toHaveLength(1);
     sink.update(payloads[1]!);
     sink.hold();
@@ -147,7 +155,7 @@ describe("FrameSink", () => {
     const start = await started;
     if (!("frames" in start)) throw new Error("a turn that waited came back whole");
     sink.update(payloads[2]!);
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     sink.update(payloads[3]!);
     sink.close();
     const chunks: Uint8Array[] = [];
@@ -210,7 +218,7 @@ describe("FrameSink", () => {
     sink.update(payloads[1]!);
     await sink.stream.cancel();
     expect(() => sink.update(payloads[2]!)).not.toThrow();
-    await new Promise((ok) => setTimeout(ok, 0));
+    await aWait();
     expect(() => sink.close()).not.toThrow();
   });
 });
