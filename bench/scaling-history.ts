@@ -84,7 +84,8 @@ const KINDS: Kind[] = [
     open: async (c, label) => uidOf(await c.create({ name: label, harness: "echo" })),
     turn: async (c, uid) => {
       const children = await c.fork(uid, { at: 5n });
-      if (children.length !== 1 || children[0]!.lastSeq !== 6n) throw new Error(`a fork at seq 5 must make one child of 6 records, got ${children.map((s) => s.lastSeq).join(", ")}`);
+      if (children.length !== 1 || children[0]!.lastSeq !== 6n)
+        throw new Error(`a fork at seq 5 must make one child of 6 records, got ${children.map((s) => s.lastSeq).join(", ")}`);
     },
   },
   {
