@@ -32,6 +32,7 @@ import { type DecodedMessages, refusalFor, refuseMalformed } from "./request-che
 import { logRpc } from "./request-log.js";
 import { serveBinaryReplay, serveBinaryTail } from "./record-stream-route.js";
 import { serveBinaryExec } from "./exec-stream-route.js";
+import { serveBinaryUnary, servesUnary } from "./unary-route.js";
 import { hostConfig } from "../objects/config.js";
 import { type HarnessResolver, servedBuiltins } from "../runtimes/builtin/index.js";
 import { serveRpc } from "./router.js";
@@ -88,7 +89,8 @@ export async function serveRpcRequest(
     return malformed.response;
   }
   // A binary Replay or Tail is relayed as the session object's own byte stream (record-stream-route.ts),
-  // a binary Exec as the object's frames in envelopes (exec-stream-route.ts).
+  // a binary Exec as the object's frames in envelopes (exec-stream-route.ts), and a binary unary
+  // call answered by a Session its object encoded as those bytes (unary-route.ts).
   if (method === REPLAY) {
     const fast = await serveBinaryReplay(env, req, body, { tenant: p.tenant, requestId });
     if (fast) return fast;
@@ -100,6 +102,10 @@ export async function serveRpcRequest(
   if (method === EXEC) {
     builtins ??= servedBuiltins(hostConfig(env));
     const fast = await serveBinaryExec(env, builtins, limits, req, body, { tenant: p.tenant, requestId, principal: p }, decoded);
+    if (fast) return fast;
+  }
+  if (servesUnary(method)) {
+    const fast = await serveBinaryUnary(env, method, req, body, { tenant: p.tenant, requestId }, method.name, decoded);
     if (fast) return fast;
   }
   const values: ContextValues = createContextValues();

@@ -1,0 +1,164 @@
+/**
+ * The binary unary fast path (worker/unary-route.ts) against the router, on a real `wrangler dev`
+ * at LOG_LEVEL=info: a plain `application/proto` GetSession, DeleteSession, SuspendSession,
+ * ResumeSession or Cancel is answered with the bytes its session object encoded; the same call
+ * with a deadline header (or in JSON) goes through connect-es. Both must answer the same Session,
+ * refuse with the same status, code and words, and write one `rpc` line for the request.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { create, type DescMessage, fromBinary, type MessageInitShape, toBinary, toJson } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CancelRequestSchema,
+  ComputeState,
+  DeleteSessionRequestSchema,
+  GetSessionRequestSchema,
+  ResumeRequestSchema,
+  SessionSchema,
+  SuspendRequestSchema,
+} from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { type Host, startHost } from "../support/host.js";
+
+let host: Host;
+beforeAll(async () => {
+  host = await startHost({ vars: { LOG_LEVEL: "info" } });
+}, 120_000);
+afterAll(async () => {
+  await host?.stop();
+});
+
+interface Answer {
+  status: number;
+  contentType: string;
+  /** The fast path answers one body of known length; the router's answer is chunked. */
+  contentLength: string | null;
+  bytes: Uint8Array;
+}
+
+/** A binary Connect unary call; `router` adds a deadline header, which only the router serves. */
+async function call<Desc extends DescMessage>(
+  method: string,
+  schema: Desc,
+  init: MessageInitShape<Desc>,
+  o: { router?: boolean; requestId?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { "content-type": "application/proto" };
+  if (o.router) headers["connect-timeout-ms"] = "30000";
+  if (o.requestId) headers["x-request-id"] = o.requestId;
+  const res = await fetch(`${host.url}/agentsessions.v1.Sessions/${method}`, {
+    method: "POST",
+    headers,
+    body: toBinary(schema, create(schema, init)) as Uint8Array<ArrayBuffer>,
+  });
+  return {
+    status: res.status,
+    contentType: res.headers.get("content-type") ?? "",
+    contentLength: res.headers.get("content-length"),
+    bytes: new Uint8Array(await res.arrayBuffer()),
+  };
+}
+
+const session = (a: Answer) => {
+  expect(a.status).toBe(200);
+  expect(a.contentType).toBe("application/proto");
+  return fromBinary(SessionSchema, a.bytes);
+};
+const error = (a: Answer) => ({ status: a.status, contentType: a.contentType, body: JSON.parse(new TextDecoder().decode(a.bytes)) as unknown });
+
+/** Both ways in turn: the fast path's answer and the router's. */
+async function both<Desc extends DescMessage>(method: string, schema: Desc, init: MessageInitShape<Desc>): Promise<[Answer, Answer]> {
+  return [await call(method, schema, init), await call(method, schema, init, { router: true })];
+}
+
+const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+
+/** Every `rpc` line wrangler took in for `requestId` (its debug log keeps every level). */
+function rpcLines(requestId: string): Record<string, unknown>[] {
+  const dir = join(host.server.persistDir, "wrangler-logs");
+  if (!existsSync(dir)) return [];
+  const out: Record<string, unknown>[] = [];
+  for (const f of readdirSync(dir)) {
+    for (const line of readFileSync(join(dir, f), "utf8").split("\n")) {
+      const at = line.indexOf('{"level"');
+      if (at < 0 || !line.includes(`"request_id":"${requestId}"`) || !line.includes('"msg":"rpc"')) continue;
+      out.push(JSON.parse(line.slice(at)) as Record<string, unknown>);
+    }
+  }
+  return out;
+}
+
+async function lineOf(requestId: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 100 && rpcLines(requestId).length === 0; i++) await sleep(50);
+  await sleep(200);
+  const lines = rpcLines(requestId);
+  expect(lines).toHaveLength(1);
+  return lines[0]!;
+}
+
+describe("binary unary calls without the router", () => {
+  it("GetSession: the object's bytes are the router's answer byte for byte, and JSON gives the same Session", async () => {
+    const uid = (await host.client.create({ harness: "echo", name: "unary-get", labels: { team: "a" } })).metadata!.uid;
+    await host.client.exec({ session: uid, inputs: ["hello"] });
+    const [fast, routed] = await both("GetSession", GetSessionRequestSchema, { uid });
+    expect(session(fast).metadata?.uid).toBe(uid);
+    expect(session(fast).lastSeq).toBe(5n);
+    expect(fast.bytes).toEqual(routed.bytes);
+    // Which path answered: only the fast path knows its answer's length up front.
+    expect([fast.contentLength, routed.contentLength]).toEqual([String(fast.bytes.length), null]);
+    expect(toJson(SessionSchema, session(fast))).toEqual(toJson(SessionSchema, await host.client.get(uid)));
+  });
+
+  it("refusals carry the router's status, code and words: an empty uid, a malformed one, an unknown session", async () => {
+    for (const uid of ["", "not-a-uid", "sess-000000000000000000000000"]) {
+      const [fast, routed] = await both("GetSession", GetSessionRequestSchema, { uid });
+      expect(error(fast)).toEqual(error(routed));
+      expect(fast.status).toBe(uid === "" ? 400 : 404);
+    }
+    const [fast, routed] = await both("Cancel", CancelRequestSchema, { session: "" });
+    expect(error(fast)).toEqual(error(routed));
+    expect(fast.status).toBe(400);
+  });
+
+  it("Suspend, Resume and an idle Cancel answer as the router does; Delete answers the final Session and the uid is gone", async () => {
+    const uids = [];
+    for (let i = 0; i < 2; i++) {
+      const uid = (await host.client.create({ harness: "echo" })).metadata!.uid;
+      await host.client.exec({ session: uid, inputs: ["hello"] });
+      uids.push(uid);
+    }
+    // The same steps on two like sessions, one through each path.
+    const states = [];
+    for (const [i, uid] of uids.entries()) {
+      const router = i === 1;
+      const suspend = await call("Suspend", SuspendRequestSchema, { session: uid }, { router });
+      expect(suspend.contentLength).toBe(router ? null : String(suspend.bytes.length));
+      const suspended = session(suspend);
+      const resumed = session(await call("Resume", ResumeRequestSchema, { session: uid }, { router }));
+      const cancel = error(await call("Cancel", CancelRequestSchema, { session: uid }, { router }));
+      states.push({ suspended: [suspended.computeState, suspended.lastSeq], resumed: [resumed.computeState, resumed.lastSeq], cancel });
+    }
+    expect(states[0]).toEqual(states[1]);
+    expect(states[0]!.suspended).toEqual([ComputeState.COMPUTE_COLD, 6n]);
+    expect(states[0]!.cancel.status).toBe(400);
+
+    const deleted = session(await call("DeleteSession", DeleteSessionRequestSchema, { uid: uids[0]! }));
+    expect(deleted.metadata?.uid).toBe(uids[0]);
+    expect(deleted.lastSeq).toBe(7n);
+    const [fast, routed] = await both("GetSession", GetSessionRequestSchema, { uid: uids[0]! });
+    expect(fast.status).toBe(404);
+    expect(error(fast)).toEqual(error(routed));
+  });
+
+  it("each call writes one rpc line: the operation, its session and outcome, as the router's line", async () => {
+    const uid = (await host.client.create({ harness: "echo" })).metadata!.uid;
+    const id = `unary-${Date.now().toString(36)}`;
+    session(await call("GetSession", GetSessionRequestSchema, { uid }, { requestId: `${id}-ok` }));
+    await call("GetSession", GetSessionRequestSchema, { uid: "sess-000000000000000000000000" }, { requestId: `${id}-missing` });
+    await call("GetSession", GetSessionRequestSchema, { uid }, { requestId: `${id}-router`, router: true });
+    const pick = (l: Record<string, unknown>) => [l.operation, l.session, l.outcome, l.tenant];
+    expect(pick(await lineOf(`${id}-ok`))).toEqual(["GetSession", uid, "ok", "default"]);
+    expect(pick(await lineOf(`${id}-missing`))).toEqual(["GetSession", "sess-000000000000000000000000", "NotFound", "default"]);
+    expect(pick(await lineOf(`${id}-router`))).toEqual(pick(await lineOf(`${id}-ok`)));
+  });
+});
