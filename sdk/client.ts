@@ -6,16 +6,22 @@
  * server's code and message; `describeError` turns one into a line a person can act on.
  * Used by the CLI (cli/) and the conformance suite; tested in test/node/sdk/client.test.ts.
  */
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { EventKind, Lifecycle_Kind, LogRecordSchema, MessageSchema, type LogRecord, type Message } from "../proto/gen/agentsessions/v1/common_pb.js";
 import { encodeBinary } from "../proto/binary-writer.js";
 import {
+  CancelRequestSchema,
+  DeleteSessionRequestSchema,
   DeltaSchema,
   ExecRequestSchema,
   ExecState,
+  GetSessionRequestSchema,
+  ResumeRequestSchema,
+  SessionSchema,
   Sessions,
+  SuspendRequestSchema,
   type ApproveResponse,
   type Delta,
   type Session,
@@ -27,6 +33,7 @@ import { Retention, type RetentionStatus, type SetRetentionResponse } from "../p
 import { Tail } from "../proto/gen/agentsessions/edge/v1/tail_pb.js";
 import { textOf, userText } from "../proto/messages.js";
 import { tailSession, type TailEvent, type TailOptions } from "./tail.js";
+import { unaryCall } from "./unary.js";
 import { execUpdates, replayEncoded, replayRecords, STREAM_CALL, type StreamCall, type StreamWire, tailResponses } from "./server-stream.js";
 import { concatBytes, hexOf } from "../proto/bytes.js";
 
@@ -139,6 +146,8 @@ export interface ExecResult {
 export class SessionsClient {
   /** Where binary Replay and Exec streams are read off the wire (sdk/server-stream.ts); unset when the client speaks JSON. */
   private readonly _wire: StreamWire | undefined;
+  /** ClientOptions.httpGet: GetSession goes out as a Connect GET (connect-es's), which caches can keep. */
+  private readonly _httpGet: boolean;
   /** Makes the Connect transport, on first use: a Replay read off the wire needs none (sdk/server-stream.ts STREAM_CALL). */
   private readonly _makeTransport: () => Transport;
   private _transport: Transport | undefined;
@@ -158,6 +167,7 @@ export class SessionsClient {
       });
     }
     const f = opts.fetch ?? globalThis.fetch;
+    this._httpGet = opts.httpGet ?? false;
     const baseUrl = (opts.server ?? DEFAULT_SERVER).replace(/\/+$/, "");
     // Called as a plain function: a browser's fetch refuses any other `this`.
     if (opts.binary ?? true) {
@@ -217,7 +227,16 @@ export class SessionsClient {
   }
 
   get(uid: string): Promise<Session> {
+    if (this._wire && !this._httpGet) return this._sessionCall("GetSession", GetSessionRequestSchema, { uid });
     return this.raw.getSession({ uid });
+  }
+
+  /**
+   * A Sessions call answered by a Session, read off the wire (sdk/unary.ts): what `get`, `suspend`,
+   * `resume`, `cancel` and `delete` send when the client speaks binary.
+   */
+  private _sessionCall<Desc extends DescMessage>(method: string, schema: Desc, init: MessageInitShape<Desc>): Promise<Session> {
+    return unaryCall(this._wire!, `agentsessions.v1.Sessions/${method}`, method, encodeBinary(schema, create(schema, init)), SessionSchema);
   }
 
   /** Every session of a project, newest first, walking all pages. */
@@ -235,6 +254,7 @@ export class SessionsClient {
    * The stream of a re-drive is not returned here; an inputless `exec` on the session shows it.
    */
   resume(uid: string): Promise<Session> {
+    if (this._wire) return this._sessionCall("Resume", ResumeRequestSchema, { session: uid });
     return this.raw.resume({ session: uid });
   }
 
@@ -276,6 +296,7 @@ export class SessionsClient {
 
   /** Suspend (§4.8): journals LIFECYCLE(SUSPEND) and leaves the session COLD; ABORTED while a turn runs. */
   suspend(uid: string): Promise<Session> {
+    if (this._wire) return this._sessionCall("Suspend", SuspendRequestSchema, { session: uid });
     return this.raw.suspend({ session: uid });
   }
 
@@ -284,7 +305,9 @@ export class SessionsClient {
    * Exec stream ends CANCELED), or closes an interrupted one. Nothing to cancel: FAILED_PRECONDITION.
    */
   cancel(uid: string, o: CancelOptions = {}): Promise<Session> {
-    return this.raw.cancel({ session: uid, executionId: o.executionId ?? "", reason: o.reason ?? "" });
+    const req = { session: uid, executionId: o.executionId ?? "", reason: o.reason ?? "" };
+    if (this._wire) return this._sessionCall("Cancel", CancelRequestSchema, req);
+    return this.raw.cancel(req);
   }
 
   /**
@@ -292,6 +315,7 @@ export class SessionsClient {
    * (Audit.Verify names the final head); forked children survive.
    */
   delete(uid: string): Promise<Session> {
+    if (this._wire) return this._sessionCall("DeleteSession", DeleteSessionRequestSchema, { uid });
     return this.raw.deleteSession({ uid });
   }
 

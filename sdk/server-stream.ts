@@ -189,7 +189,7 @@ function endOfStream(method: string, payload: Uint8Array): void {
  * carry one), or else the error connect-es gives for the HTTP status, in its words ("HTTP 503",
  * UNAVAILABLE), so callers that retry on it behave alike on both paths.
  */
-async function httpError(res: StreamAnswer): Promise<ConnectError> {
+export async function httpError(res: StreamAnswer): Promise<ConnectError> {
   const text = await res.text().catch(() => "");
   try {
     const j = JSON.parse(text) as { code?: string; message?: string };
