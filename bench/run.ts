@@ -6,6 +6,7 @@
  * Rows (BENCH_ONLY=name,name runs a subset):
  *   append       journal append vs a plain SQLite insert of the same bytes, same object
  *   echo-turn    an echo Exec over HTTP vs one request making one DO call that appends 5 rows
+ *   get          GetSession through the SDK vs one request making one DO call that answers as many bytes
  *   anatomy      the server's CPU per request (from /proc), from a Worker-only request to a chat turn
  *   inside       the same steps timed inside the server's isolate, without HTTP, proxy or client
  *   log-line     the server CPU one structured log line adds to a request
@@ -32,7 +33,7 @@ import { promisify } from "node:util";
 import { buildCli, CLI_BUNDLE } from "../scripts/build-cli.js";
 import { ROOT } from "../scripts/dev-server.js";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ExecRequestSchema, ReplayRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecRequestSchema, GetSessionRequestSchema, ReplayRequestSchema, SessionSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../proto/messages.js";
 import { envelopeFrame } from "../proto/record-envelopes.js";
 import type { SessionsClient } from "../sdk/client.js";
@@ -131,6 +132,37 @@ const rows: Record<string, Row> = {
       `echo-turn: Exec ${fmt(median(t.turn!), 2)} ms, bare five-row request ${fmt(median(t.five!), 2)} ms (into an object as new as the session; ${fmt(median(t.grown!), 2)} ms into one whose storage has grown)`,
     );
     summary("echo-turn", median(t.turn!) / median(t.five!), "<=1.3", `against_grown_object=${fmt(median(t.turn!) / median(t.grown!), 2)}`);
+  },
+
+  /**
+   * A unary call answered by its session object (worker/unary-route.ts, sdk/unary.ts): GetSession
+   * through the SDK, against one request whose one call into an object answers as many bytes and
+   * touches no storage. The same call through the router (a deadline header sends it there) and
+   * through connect-es's client are timed beside it, as what the fast paths replaced.
+   */
+  async get(u, c) {
+    const uid = (await c.create({ name: "bench-get", labels: { team: "bench" } })).metadata!.uid;
+    await c.exec({ session: uid, inputs: ["hello"] });
+    const size = toBinary(SessionSchema, await c.get(uid)).length;
+    const body = toBinary(GetSessionRequestSchema, create(GetSessionRequestSchema, { uid }));
+    const routed = async () => {
+      const headers = { "content-type": "application/proto", "connect-protocol-version": "1", "connect-timeout-ms": "30000" };
+      const r = await postBytes(`${u}/agentsessions.v1.Sessions/GetSession`, { headers, body });
+      if (r.status !== 200) throw new Error(`GetSession through the router answered ${r.status}`);
+    };
+    const actions = {
+      sdk: () => c.get(uid),
+      floor: () => postBytes(`${u}/_bench/answer?size=${size}`, { body }),
+      router: routed,
+      connectEs: () => c.raw.getSession({ uid }, { timeoutMs: 30_000 }),
+    };
+    await interleaved(20, actions);
+    const t = await interleaved(Math.max(ROUNDS, 60), actions);
+    const ms = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)])) as Record<keyof typeof actions, number>;
+    console.log(
+      `get: GetSession through the SDK ${fmt(ms.sdk, 2)} ms, one call answering ${size} bytes ${fmt(ms.floor, 2)} ms; through the router ${fmt(ms.router, 2)} ms, connect-es's client and the router ${fmt(ms.connectEs, 2)} ms`,
+    );
+    summary("get", ms.sdk / ms.floor, "<=1.3", `router=${fmt(ms.router / ms.floor, 2)} connect_es_and_router=${fmt(ms.connectEs / ms.floor, 2)}`);
   },
 
   /**

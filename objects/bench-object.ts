@@ -94,6 +94,11 @@ export class BenchObject extends DurableObject<Env> {
     return 0;
   }
 
+  /** A call that reads nothing and writes nothing, answering `size` bytes: the floor of a GetSession. */
+  answering(size: number): { ok: true; value: Uint8Array } {
+    return { ok: true, value: new Uint8Array(size).fill(7) };
+  }
+
   /** The five-row call answering with `size` bytes, the way a session object answers a turn whole. */
   fiveAnswering(size: number): { ok: true; whole: Uint8Array } {
     this.plain(5, 40);

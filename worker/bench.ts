@@ -136,6 +136,13 @@ export async function serveBench(req: Request, env: Env, entry: Entry, ctx: Exec
       return Response.json({ n: await stub.logs(n, size) });
     case "/_bench/plain":
       return Response.json({ head: await stub.plain(n, size) });
+    case "/_bench/answer": {
+      // The floor of a unary call answered by its object (GetSession): one call that answers `size`
+      // bytes, which the Worker returns as the body.
+      await req.arrayBuffer();
+      const answer = await stub.answering(size);
+      return new Response(answer.value, { headers: { "content-type": "application/proto" } });
+    }
     case "/_bench/five":
       return Response.json({ head: await stub.five() });
     case "/_bench/five-sized": {
