@@ -3,8 +3,8 @@
  * DeleteSession, Suspend, Resume, Cancel), served in binary Connect without the
  * router: the object's bytes go to the caller as they are. Through connect-es, the Worker decoded
  * those bytes into a message and the router encoded it again, on top of its own per-call
- * machinery, which cost a GetSession about 0.5 ms over a call into an object that answers the
- * same bytes (docs/performance.md, "Thirty-second round").
+ * machinery: a GetSession took 0.6-0.8 ms longer that way than answered with the object's bytes as
+ * they are, side by side (docs/performance.md, "Thirty-second round").
  *
  * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
  * the role check, the size limit and request-check): a POST of `application/proto`, uncompressed,
