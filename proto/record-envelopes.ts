@@ -266,6 +266,31 @@ function varint(b: Uint8Array, at: number, v: bigint | number): number {
   return at;
 }
 
+/**
+ * A ListSessionsResponse from Sessions already encoded (the Directory's rows, a live session's own
+ * answer): each as field 1, then the page token as field 2 when there is one. What toBinary gives
+ * the decoded page, without decoding a Session (worker/unary-route.ts; tested against toBinary).
+ */
+export function listSessionsResponseBytes(sessions: readonly Uint8Array[], nextPageToken: string): Uint8Array {
+  const token = nextPageToken === "" ? undefined : UTF8.encode(nextPageToken);
+  let size = token ? 1 + varintSize(token.length) + token.length : 0;
+  for (const s of sessions) size += 1 + varintSize(s.length) + s.length;
+  const b = new Uint8Array(size);
+  let at = 0;
+  for (const s of sessions) {
+    b[at++] = 0x0a;
+    at = varint(b, at, s.length);
+    b.set(s, at);
+    at += s.length;
+  }
+  if (token) {
+    b[at++] = 0x12;
+    at = varint(b, at, token.length);
+    b.set(token, at);
+  }
+  return b;
+}
+
 /** How a stream ends on the wire: Connect's end-stream frame, or gRPC-Web's trailer frame. */
 export type Ending = "connect" | "grpc-web";
 

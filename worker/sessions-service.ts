@@ -55,12 +55,8 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
     },
 
     async listSessions(req, ctx) {
-      const project = req.project || DEFAULT_PROJECT;
-      const tenant = callerOf(ctx).tenant;
-      const r = await directoryStub(env, tenant).list(project, req.pageSize, req.pageToken);
-      if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
-      await refreshLiveRows(env, tenant, r);
-      return { sessions: r.sessions.map((b) => decodeBinary(SessionSchema, b)), nextPageToken: r.nextPageToken };
+      const page = await listPage(env, callerOf(ctx).tenant, req);
+      return { sessions: page.sessions.map((b) => decodeBinary(SessionSchema, b)), nextPageToken: page.nextPageToken };
     },
 
     async *exec(req, ctx) {
@@ -292,6 +288,23 @@ function wholeStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
       c.close();
     },
   });
+}
+
+/**
+ * One page of ListSessions with each Session as its encoded bytes (the router's handler decodes
+ * them; worker/unary-route.ts sends them as they are). A page token this server did not issue is
+ * INVALID_ARGUMENT.
+ */
+export async function listPage(
+  env: Env,
+  tenant: string,
+  req: { project: string; pageSize: number; pageToken: string },
+): Promise<{ sessions: Uint8Array[]; nextPageToken: string }> {
+  const project = req.project || DEFAULT_PROJECT;
+  const r = await directoryStub(env, tenant).list(project, req.pageSize, req.pageToken);
+  if (!r.ok) throw connectErrorFrom(failure("invalid_request", "page_token is not a token this server issued: start again with an empty page_token"));
+  await refreshLiveRows(env, tenant, r);
+  return { sessions: r.sessions, nextPageToken: r.nextPageToken };
 }
 
 /**

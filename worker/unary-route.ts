@@ -1,10 +1,10 @@
 /**
- * The unary calls whose whole answer is a Session its object already encoded (GetSession,
- * DeleteSession, Suspend, Resume, Cancel), served in binary Connect without the
- * router: the object's bytes go to the caller as they are. Through connect-es, the Worker decoded
- * those bytes into a message and the router encoded it again, on top of its own per-call
- * machinery: a GetSession took 0.6-0.8 ms longer that way than answered with the object's bytes as
- * they are, side by side (docs/performance.md, "Thirty-second round").
+ * The unary calls whose answer is made of Sessions already encoded, served in binary Connect
+ * without the router: GetSession, DeleteSession, Suspend, Resume and Cancel answer with the bytes
+ * their session object encoded, as they are; ListSessions writes its page around the Directory's
+ * rows (and a live session's own answer). Through connect-es, the Worker decoded those bytes into
+ * messages and the router encoded them again, on top of its own per-call machinery: a GetSession
+ * took 0.6-0.8 ms longer that way, side by side (docs/performance.md, "Thirty-second round").
  *
  * A narrow fast path in front of the router (worker/rpc-entry.ts calls it after authentication,
  * the role check, the size limit and request-check): a POST of `application/proto`, uncompressed,
@@ -23,16 +23,18 @@ import {
   CancelRequestSchema,
   DeleteSessionRequestSchema,
   GetSessionRequestSchema,
+  ListSessionsRequestSchema,
   ResumeRequestSchema,
   Sessions,
   SuspendRequestSchema,
 } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { numberViolation } from "../proto/numbers.js";
+import { listSessionsResponseBytes } from "../proto/record-envelopes.js";
 import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
 import type { DecodedMessages } from "./request-check.js";
 import { logRpc } from "./request-log.js";
-import { requireUid } from "./sessions-service.js";
+import { listPage, requireUid } from "./sessions-service.js";
 
 export interface UnaryCaller {
   tenant: string;
@@ -41,30 +43,62 @@ export interface UnaryCaller {
 
 type SessionObject = ReturnType<typeof sessionStub>;
 
-/** One method: where its request names the session, and the object call that answers it. */
-interface SessionUnary<Desc extends DescMessage> {
+/**
+ * One method: its request's schema and its answer's bytes. `answer` throws a ConnectError to
+ * refuse, in the router handler's words (sessions-service.ts), and names the session it is about
+ * with `noted` as soon as the request names a valid one (the `rpc` line's session, as the router's
+ * handlers note it).
+ */
+interface Unary<Desc extends DescMessage> {
   schema: Desc;
-  /** The request's field that names the session, as the router's handler reads it (for its words). */
-  field: "uid" | "session";
-  call(object: SessionObject, request: MessageShape<Desc>, caller: UnaryCaller): Promise<Outcome<Uint8Array>>;
+  answer(env: Env, request: MessageShape<Desc>, caller: UnaryCaller, noted: (uid: string) => void): Promise<Uint8Array>;
 }
 
-function unary<Desc extends DescMessage>(u: SessionUnary<Desc>): SessionUnary<DescMessage> {
-  return u as unknown as SessionUnary<DescMessage>;
+function unary<Desc extends DescMessage>(u: Unary<Desc>): Unary<DescMessage> {
+  return u as unknown as Unary<DescMessage>;
+}
+
+/** A call its session object answers with the Session's bytes: `field` names the session. */
+function sessionUnary<Desc extends DescMessage>(
+  schema: Desc,
+  field: "uid" | "session",
+  call: (object: SessionObject, request: MessageShape<Desc>, caller: UnaryCaller) => Promise<Outcome<Uint8Array>>,
+): Unary<DescMessage> {
+  return unary({
+    schema,
+    async answer(env, request, caller, noted) {
+      const uid = requireUid((request as unknown as Record<string, string>)[field]!, field);
+      noted(uid);
+      const r = await call(sessionStub(env, caller.tenant, uid), request, caller);
+      if (!r.ok) throw connectErrorFrom(r);
+      return r.value;
+    },
+  });
 }
 
 /** The methods served here, by the router's method descriptor (the same calls sessions-service.ts makes). */
-const SESSION_UNARIES = new Map<unknown, SessionUnary<DescMessage>>([
-  [Sessions.method.getSession, unary({ schema: GetSessionRequestSchema, field: "uid", call: (o) => o.get() })],
-  [Sessions.method.deleteSession, unary({ schema: DeleteSessionRequestSchema, field: "uid", call: (o, _r, c) => o.delete(c.tenant) })],
-  [Sessions.method.suspend, unary({ schema: SuspendRequestSchema, field: "session", call: (o, _r, c) => o.suspend(c.requestId) })],
-  [Sessions.method.resume, unary({ schema: ResumeRequestSchema, field: "session", call: (o, _r, c) => o.resume(c.requestId) })],
-  [Sessions.method.cancel, unary({ schema: CancelRequestSchema, field: "session", call: (o, r) => o.cancel(r.executionId, r.reason) })],
+const UNARIES = new Map<unknown, Unary<DescMessage>>([
+  [Sessions.method.getSession, sessionUnary(GetSessionRequestSchema, "uid", (o) => o.get())],
+  [Sessions.method.deleteSession, sessionUnary(DeleteSessionRequestSchema, "uid", (o, _r, c) => o.delete(c.tenant))],
+  [Sessions.method.suspend, sessionUnary(SuspendRequestSchema, "session", (o, _r, c) => o.suspend(c.requestId))],
+  [Sessions.method.resume, sessionUnary(ResumeRequestSchema, "session", (o, _r, c) => o.resume(c.requestId))],
+  [Sessions.method.cancel, sessionUnary(CancelRequestSchema, "session", (o, r) => o.cancel(r.executionId, r.reason))],
+  [
+    Sessions.method.listSessions,
+    unary({
+      schema: ListSessionsRequestSchema,
+      // The Directory's rows (and a live session's own answer) are Sessions as their bytes: the page is written around them.
+      answer: async (env, request, caller) => {
+        const page = await listPage(env, caller.tenant, request);
+        return listSessionsResponseBytes(page.sessions, page.nextPageToken);
+      },
+    }),
+  ],
 ]);
 
 /** Whether `method` is one this fast path may serve (the rest go straight to the router). */
 export function servesUnary(method: unknown): boolean {
-  return SESSION_UNARIES.has(method);
+  return UNARIES.has(method);
 }
 
 /** The answer, or undefined when the router should serve this request. */
@@ -78,7 +112,7 @@ export async function serveBinaryUnary(
   /** What the request check already decoded (request-check.ts): a unary body's message is at 0. */
   decoded?: DecodedMessages,
 ): Promise<Response | undefined> {
-  const u = SESSION_UNARIES.get(method);
+  const u = UNARIES.get(method);
   if (!u || req.method !== "POST") return undefined;
   const ct = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (ct !== "application/proto") return undefined;
@@ -103,18 +137,13 @@ export async function serveBinaryUnary(
 
   const bad = numberViolation(u.schema, request);
   if (bad) return fail(new ConnectError(`${bad}; nothing was done`, Code.InvalidArgument));
+  let bytes: Uint8Array;
   try {
-    session = requireUid((request as unknown as Record<string, string>)[u.field]!, u.field);
+    bytes = await u.answer(env, request, caller, (uid) => (session = uid));
   } catch (e) {
-    return fail(ConnectError.from(e));
-  }
-  let r: Outcome<Uint8Array>;
-  try {
-    r = await u.call(sessionStub(env, caller.tenant, session), request, caller);
-  } catch (e) {
+    // A refusal in the handler's words; anything else is INTERNAL with a fault line, as the router's classifyFaults makes it.
     return fail(classifyFault(e, caller.requestId, operation));
   }
-  if (!r.ok) return fail(connectErrorFrom(r));
   log(undefined);
-  return new Response(r.value, { status: 200, headers: { "content-type": "application/proto" } });
+  return new Response(bytes, { status: 200, headers: { "content-type": "application/proto" } });
 }

@@ -1,9 +1,10 @@
 /**
  * The binary unary fast path (worker/unary-route.ts) against the router, on a real `wrangler dev`
- * at LOG_LEVEL=info: a plain `application/proto` GetSession, DeleteSession, SuspendSession,
- * ResumeSession or Cancel is answered with the bytes its session object encoded; the same call
- * with a deadline header (or in JSON) goes through connect-es. Both must answer the same Session,
- * refuse with the same status, code and words, and write one `rpc` line for the request.
+ * at LOG_LEVEL=info: a plain `application/proto` GetSession, DeleteSession, Suspend, Resume or
+ * Cancel is answered with the bytes its session object encoded, and a ListSessions with its page
+ * written around the Sessions' bytes; the same call with a deadline header (or in JSON) goes
+ * through connect-es. Both must answer the same bytes, refuse with the same status, code and
+ * words, and write one `rpc` line for the request.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,8 @@ import {
   ComputeState,
   DeleteSessionRequestSchema,
   GetSessionRequestSchema,
+  ListSessionsRequestSchema,
+  ListSessionsResponseSchema,
   ResumeRequestSchema,
   SessionSchema,
   SuspendRequestSchema,
@@ -147,6 +150,29 @@ describe("binary unary calls without the router", () => {
     expect(deleted.lastSeq).toBe(7n);
     const [fast, routed] = await both("GetSession", GetSessionRequestSchema, { uid: uids[0]! });
     expect(fast.status).toBe(404);
+    expect(error(fast)).toEqual(error(routed));
+  });
+
+  it("ListSessions: every page, its token and a live session's row are the router's answer byte for byte; a foreign token is refused alike", async () => {
+    const project = `unary-list-${Date.now().toString(36)}`;
+    for (let i = 0; i < 5; i++) await host.client.create({ project, harness: "echo", name: `s${i}` });
+    // A session that just ran a turn: its row may be live, and then the session answers for it.
+    const busy = (await host.client.create({ project, harness: "echo", name: "busy" })).metadata!.uid;
+    await host.client.exec({ session: busy, inputs: ["hello"] });
+    let pageToken = "";
+    const seen: string[] = [];
+    do {
+      const [fast, routed] = await both("ListSessions", ListSessionsRequestSchema, { project, pageSize: 4, pageToken });
+      expect(fast.status).toBe(200);
+      expect(fast.bytes).toEqual(routed.bytes);
+      expect([fast.contentLength, routed.contentLength]).toEqual([String(fast.bytes.length), null]);
+      const page = fromBinary(ListSessionsResponseSchema, fast.bytes);
+      seen.push(...page.sessions.map((s) => s.metadata!.name));
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    expect(seen.sort()).toEqual(["busy", "s0", "s1", "s2", "s3", "s4"]);
+    const [fast, routed] = await both("ListSessions", ListSessionsRequestSchema, { project, pageToken: "not-a-token" });
+    expect(fast.status).toBe(400);
     expect(error(fast)).toEqual(error(routed));
   });
 

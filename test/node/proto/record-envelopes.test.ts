@@ -8,12 +8,13 @@ import {
   deltaUpdateEnvelope,
   EnvelopeWriter,
   grpcWebTrailerFrame,
+  listSessionsResponseBytes,
   recordUpdateEnvelope,
   streamEnd,
   tailDeltaEnvelope,
 } from "../../../proto/record-envelopes.js";
 import { TailResponseSchema } from "../../../proto/gen/agentsessions/edge/v1/tail_pb.js";
-import { ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { ExecUpdateSchema, ListSessionsResponseSchema, SessionSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 
 /**
  * Records of every size: seq, prev_hash, fence, and the length of the event's text (0: no body).
@@ -193,6 +194,28 @@ describe("record envelopes", () => {
         }
       }
     }
+  });
+
+  it("listSessionsResponseBytes: a page of encoded Sessions and its token, exactly what toBinary gives the decoded page", () => {
+    const session = (i: number) =>
+      create(SessionSchema, {
+        metadata: { uid: `sess-${String(i).padStart(24, "0")}`, project: "p", name: "n".repeat(i * 7) },
+        harness: "echo",
+        lastSeq: BigInt(i) * 1000n,
+        labels: i % 2 ? { team: "a", ü: "ß" } : {},
+      });
+    // Sessions of every length around the one-byte varint's edge, pages of 0, 1 and 40, tokens empty, ASCII and not.
+    for (const count of [0, 1, 2, 40]) {
+      for (const token of ["", "abc", "tok-é-😀".repeat(30)]) {
+        const sessions = Array.from({ length: count }, (_, i) => session(i));
+        const bytes = listSessionsResponseBytes(
+          sessions.map((s) => toBinary(SessionSchema, s)),
+          token,
+        );
+        expect(bytes).toEqual(toBinary(ListSessionsResponseSchema, create(ListSessionsResponseSchema, { sessions, nextPageToken: token })));
+      }
+    }
+    expect(toBinary(SessionSchema, session(39)).length).toBeGreaterThan(127);
   });
 
   it("streamEnd: the OK ending of each protocol, a fresh copy each time; an error's ending carries its code and message", () => {
