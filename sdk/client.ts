@@ -18,6 +18,8 @@ import {
   ExecRequestSchema,
   ExecState,
   GetSessionRequestSchema,
+  ListSessionsRequestSchema,
+  ListSessionsResponseSchema,
   ResumeRequestSchema,
   SessionSchema,
   Sessions,
@@ -146,7 +148,7 @@ export interface ExecResult {
 export class SessionsClient {
   /** Where binary Replay and Exec streams are read off the wire (sdk/server-stream.ts); unset when the client speaks JSON. */
   private readonly _wire: StreamWire | undefined;
-  /** ClientOptions.httpGet: GetSession goes out as a Connect GET (connect-es's), which caches can keep. */
+  /** ClientOptions.httpGet: GetSession and ListSessions go out as Connect GETs (connect-es's), which caches can keep. */
   private readonly _httpGet: boolean;
   /** Makes the Connect transport, on first use: a Replay read off the wire needs none (sdk/server-stream.ts STREAM_CALL). */
   private readonly _makeTransport: () => Transport;
@@ -243,7 +245,17 @@ export class SessionsClient {
   async *list(o: { project?: string; pageSize?: number } = {}): AsyncGenerator<Session> {
     let pageToken = "";
     do {
-      const page = await this.raw.listSessions({ project: o.project ?? "", pageSize: o.pageSize ?? 0, pageToken });
+      const req = { project: o.project ?? "", pageSize: o.pageSize ?? 0, pageToken };
+      const page =
+        this._wire && !this._httpGet
+          ? await unaryCall(
+              this._wire,
+              "agentsessions.v1.Sessions/ListSessions",
+              "ListSessions",
+              encodeBinary(ListSessionsRequestSchema, create(ListSessionsRequestSchema, req)),
+              ListSessionsResponseSchema,
+            )
+          : await this.raw.listSessions(req);
       yield* page.sessions;
       pageToken = page.nextPageToken;
     } while (pageToken !== "");

@@ -1,5 +1,5 @@
 /**
- * SessionsClient.get, suspend, resume, cancel and delete read their answers off the wire
+ * SessionsClient.get, list, suspend, resume, cancel and delete read their answers off the wire
  * (sdk/unary.ts): against the shared wrangler dev, their Sessions and refusals must be connect-es's
  * own (client.raw, the reference); against a stand-in server, the request is a plain binary
  * Connect unary call carrying the token; an answer that is not a Session is INTERNAL, and an HTTP
@@ -68,6 +68,22 @@ describe("unary calls off the wire", () => {
     const wire = await run(false);
     expect(wire).toEqual(await run(true));
     expect(wire.map((s) => ("error" in s ? s.error : s.lastSeq))).toEqual([6n, 7n, Code.FailedPrecondition, 7n, Code.NotFound]);
+  });
+
+  it("list: every session of a project, page by page, as connect-es's pages give them", async () => {
+    const project = `wire-list-${Date.now().toString(36)}`;
+    for (let i = 0; i < 7; i++) await client.create({ project, name: `s${i}` });
+    const wire: string[] = [];
+    for await (const s of client.list({ project, pageSize: 3 })) wire.push(hex(s));
+    const reference: string[] = [];
+    let pageToken = "";
+    do {
+      const page = await client.raw.listSessions({ project, pageSize: 3, pageToken });
+      reference.push(...page.sessions.map(hex));
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    expect(wire).toHaveLength(7);
+    expect(wire).toEqual(reference);
   });
 
   it("against a stand-in: one binary unary POST with the token; a non-Session answer is INTERNAL, a 503 UNAVAILABLE, no server connect-es's UNKNOWN", async () => {
