@@ -146,7 +146,7 @@ export interface ExecResult {
 }
 
 export class SessionsClient {
-  /** Where binary Replay and Exec streams are read off the wire (sdk/server-stream.ts); unset when the client speaks JSON. */
+  /** Where binary streams (sdk/server-stream.ts) and unary calls (sdk/unary.ts) are read off the wire; unset when the client speaks JSON. */
   private readonly _wire: StreamWire | undefined;
   /** ClientOptions.httpGet: GetSession and ListSessions go out as Connect GETs (connect-es's), which caches can keep. */
   private readonly _httpGet: boolean;
