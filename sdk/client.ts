@@ -13,6 +13,7 @@ import { EventKind, Lifecycle_Kind, LogRecordSchema, MessageSchema, type LogReco
 import { encodeBinary } from "../proto/binary-writer.js";
 import {
   CancelRequestSchema,
+  CreateSessionRequestSchema,
   DeleteSessionRequestSchema,
   DeltaSchema,
   ExecRequestSchema,
@@ -217,7 +218,7 @@ export class SessionsClient {
   }
 
   create(o: CreateOptions = {}): Promise<Session> {
-    return this.raw.createSession({
+    const req = {
       session: {
         metadata: { project: o.project ?? "", name: o.name ?? "" },
         harness: o.harness ?? "",
@@ -225,7 +226,9 @@ export class SessionsClient {
         labels: o.labels ?? {},
         annotations: o.annotations ?? {},
       },
-    });
+    };
+    if (this._wire) return this._sessionCall("CreateSession", CreateSessionRequestSchema, req);
+    return this.raw.createSession(req);
   }
 
   get(uid: string): Promise<Session> {
@@ -234,8 +237,8 @@ export class SessionsClient {
   }
 
   /**
-   * A Sessions call answered by a Session, read off the wire (sdk/unary.ts): what `get`, `suspend`,
-   * `resume`, `cancel` and `delete` send when the client speaks binary.
+   * A Sessions call answered by a Session, read off the wire (sdk/unary.ts): what `create`, `get`,
+   * `suspend`, `resume`, `cancel` and `delete` send when the client speaks binary.
    */
   private _sessionCall<Desc extends DescMessage>(method: string, schema: Desc, init: MessageInitShape<Desc>): Promise<Session> {
     return unaryCall(this._wire!, `agentsessions.v1.Sessions/${method}`, method, encodeBinary(schema, create(schema, init)), SessionSchema);

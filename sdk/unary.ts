@@ -1,7 +1,7 @@
 /**
  * Unary calls read straight off the wire: one binary Connect request, its whole answer decoded by
  * the compiled decoder (proto/binary-reader.ts), a refusal raised as the ConnectError connect-es
- * would raise. GetSession, ListSessions, Suspend, Resume, Cancel and DeleteSession go this way: a UI or a script
+ * would raise. CreateSession, GetSession, ListSessions, Suspend, Resume, Cancel and DeleteSession go this way: a UI or a script
  * that polls a session makes many of them, and through connect-es's unary client (an interceptor
  * chain, a `Request` and `Headers` made per call, a reflective decode) a GetSession took 0.57-0.74
  * ms longer, side by side (docs/performance.md, "Thirty-second round").

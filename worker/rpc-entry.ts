@@ -105,7 +105,8 @@ export async function serveRpcRequest(
     if (fast) return fast;
   }
   if (servesUnary(method)) {
-    const fast = await serveBinaryUnary(env, method, req, body, { tenant: p.tenant, requestId }, method.name, decoded);
+    builtins ??= servedBuiltins(hostConfig(env));
+    const fast = await serveBinaryUnary(env, method, req, body, { tenant: p.tenant, requestId, principal: p, harnesses: builtins }, method.name, decoded);
     if (fast) return fast;
   }
   const values: ContextValues = createContextValues();

@@ -41,9 +41,9 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
   const harnesses = servedBuiltins(config);
   return {
     async createSession(req, ctx) {
-      const session = await createSession(env, harnesses, ctx, req);
-      noteSession(ctx, session.metadata?.uid ?? "");
-      return session;
+      const created = await createSession(env, harnesses, ctx, req);
+      noteSession(ctx, created.uid);
+      return decodeBinary(SessionSchema, created.bytes);
     },
 
     async getSession(req, ctx) {
@@ -189,7 +189,16 @@ export function createSessionsService(env: Env, guards: LimitGuards): ServiceImp
   };
 }
 
-async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerContext, req: CreateSessionRequest): Promise<Session> {
+/**
+ * CreateSession: the new session's uid and its Session as the new object encoded it (the router's
+ * handler decodes it; worker/unary-route.ts sends it as it is).
+ */
+export async function createSession(
+  env: Env,
+  harnesses: HarnessResolver,
+  ctx: HandlerContext,
+  req: CreateSessionRequest,
+): Promise<{ uid: SessionUid; bytes: Uint8Array }> {
   const s = req.session ?? create(SessionSchema);
   const harness = s.harness || DEFAULT_HARNESS;
   if (!harnesses.get(harness)) {
@@ -216,7 +225,7 @@ async function createSession(env: Env, harnesses: HarnessResolver, ctx: HandlerC
   const uid = mintSessionUid();
   const r = await sessionStub(env, callerOf(ctx).tenant, uid).create(callerOf(ctx).tenant, uid, encodeBinary(SessionSchema, statics));
   if (!r.ok) throw connectErrorFrom(r);
-  return decodeBinary(SessionSchema, r.value);
+  return { uid, bytes: r.value };
 }
 
 export const EXEC_CUT_SHORT = "the turn's stream was cut short; read the session and Replay";
@@ -268,7 +277,7 @@ export async function openExecWhole(
     const created = await createSession(env, harnesses, ctx, {
       session: create(SessionSchema, { harness: req.harness }),
     } as CreateSessionRequest);
-    uid = created.metadata!.uid as SessionUid;
+    uid = created.uid;
   } else {
     uid = requireUid(req.session, "session");
   }

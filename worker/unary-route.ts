@@ -1,8 +1,8 @@
 /**
  * The unary calls whose answer is made of Sessions already encoded, served in binary Connect
- * without the router: GetSession, DeleteSession, Suspend, Resume and Cancel answer with the bytes
- * their session object encoded, as they are; ListSessions writes its page around the Directory's
- * rows (and a live session's own answer). Through connect-es, the Worker decoded those bytes into
+ * without the router: CreateSession, GetSession, DeleteSession, Suspend, Resume and Cancel answer
+ * with the bytes their session object encoded, as they are; ListSessions writes its page around
+ * the Directory's rows (and a live session's own answer). Through connect-es, the Worker decoded those bytes into
  * messages and the router encoded them again, on top of its own per-call machinery: a GetSession
  * took 0.6-0.8 ms longer that way, side by side (docs/performance.md, "Thirty-second round").
  *
@@ -14,13 +14,14 @@
  * test/node/integration/unary-route.test.ts compares their answers on a real host.
  */
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import { type Env, sessionStub } from "../objects/index.js";
 import type { Outcome } from "../objects/session/outcomes.js";
 import { decodeBinary } from "../proto/binary-reader.js";
 import {
   CancelRequestSchema,
+  CreateSessionRequestSchema,
   DeleteSessionRequestSchema,
   GetSessionRequestSchema,
   ListSessionsRequestSchema,
@@ -34,11 +35,13 @@ import { connectErrorFrom } from "./errors.js";
 import { classifyFault } from "./faults.js";
 import type { DecodedMessages } from "./request-check.js";
 import { logRpc } from "./request-log.js";
-import { listPage, requireUid } from "./sessions-service.js";
+import { createSession, listPage, requireUid } from "./sessions-service.js";
+import { type Caller, callerKey } from "./context.js";
+import type { HarnessResolver } from "../runtimes/builtin/index.js";
 
-export interface UnaryCaller {
-  tenant: string;
-  requestId: string;
+export interface UnaryCaller extends Caller {
+  /** The harnesses this host serves built in (CreateSession checks the one asked for). */
+  harnesses: HarnessResolver;
 }
 
 type SessionObject = ReturnType<typeof sessionStub>;
@@ -83,6 +86,21 @@ const UNARIES = new Map<unknown, Unary<DescMessage>>([
   [Sessions.method.suspend, sessionUnary(SuspendRequestSchema, "session", (o, _r, c) => o.suspend(c.requestId))],
   [Sessions.method.resume, sessionUnary(ResumeRequestSchema, "session", (o, _r, c) => o.resume(c.requestId))],
   [Sessions.method.cancel, sessionUnary(CancelRequestSchema, "session", (o, r) => o.cancel(r.executionId, r.reason))],
+  [
+    Sessions.method.createSession,
+    unary({
+      schema: CreateSessionRequestSchema,
+      // The handler's own steps (harness checks, identity, the new object), with the caller in the
+      // context values its helpers read, as the router hands them.
+      answer: async (env, request, caller, noted) => {
+        const values = createContextValues();
+        values.set(callerKey, caller);
+        const created = await createSession(env, caller.harnesses, { values } as HandlerContext, request);
+        noted(created.uid);
+        return created.bytes;
+      },
+    }),
+  ],
   [
     Sessions.method.listSessions,
     unary({

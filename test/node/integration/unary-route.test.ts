@@ -1,7 +1,7 @@
 /**
  * The binary unary fast path (worker/unary-route.ts) against the router, on a real `wrangler dev`
- * at LOG_LEVEL=info: a plain `application/proto` GetSession, DeleteSession, Suspend, Resume or
- * Cancel is answered with the bytes its session object encoded, and a ListSessions with its page
+ * at LOG_LEVEL=info: a plain `application/proto` CreateSession, GetSession, DeleteSession,
+ * Suspend, Resume or Cancel is answered with the bytes its session object encoded, and a ListSessions with its page
  * written around the Sessions' bytes; the same call with a deadline header (or in JSON) goes
  * through connect-es. Both must answer the same bytes, refuse with the same status, code and
  * words, and write one `rpc` line for the request.
@@ -13,11 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CancelRequestSchema,
   ComputeState,
+  CreateSessionRequestSchema,
   DeleteSessionRequestSchema,
   GetSessionRequestSchema,
   ListSessionsRequestSchema,
   ListSessionsResponseSchema,
   ResumeRequestSchema,
+  type Session,
   SessionSchema,
   SuspendRequestSchema,
 } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -153,6 +155,21 @@ describe("binary unary calls without the router", () => {
     expect(error(fast)).toEqual(error(routed));
   });
 
+  it("CreateSession: the new object's Session as the router's, bar its uid and times; a refusal in the router's words", async () => {
+    const init = { session: { metadata: { project: "unary-create", name: "c" }, harness: "echo", labels: { k: "v" }, annotations: { a: "b" } } };
+    const [fast, routed] = await both("CreateSession", CreateSessionRequestSchema, init);
+    expect([fast.contentLength, routed.contentLength]).toEqual([String(fast.bytes.length), null]);
+    const made = [session(fast), session(routed)];
+    const bare = (s: Session) => toJson(SessionSchema, { ...s, metadata: { ...s.metadata!, uid: "", createTime: undefined, updateTime: undefined } });
+    expect(bare(made[0]!)).toEqual(bare(made[1]!));
+    expect(made[0]!.metadata!.uid).not.toBe(made[1]!.metadata!.uid);
+    // The new session is there, as the fast path answered it.
+    expect(toJson(SessionSchema, made[0]!)).toEqual(toJson(SessionSchema, await host.client.raw.getSession({ uid: made[0]!.metadata!.uid })));
+    const [refused, refusedRouted] = await both("CreateSession", CreateSessionRequestSchema, { session: { harness: "no-such-harness" } });
+    expect(refused.status).toBe(400);
+    expect(error(refused)).toEqual(error(refusedRouted));
+  });
+
   it("ListSessions: every page, its token and a live session's row are the router's answer byte for byte; a foreign token is refused alike", async () => {
     const project = `unary-list-${Date.now().toString(36)}`;
     for (let i = 0; i < 5; i++) await host.client.create({ project, harness: "echo", name: `s${i}` });
@@ -186,5 +203,8 @@ describe("binary unary calls without the router", () => {
     expect(pick(await lineOf(`${id}-ok`))).toEqual(["GetSession", uid, "ok", "default"]);
     expect(pick(await lineOf(`${id}-missing`))).toEqual(["GetSession", "sess-000000000000000000000000", "NotFound", "default"]);
     expect(pick(await lineOf(`${id}-router`))).toEqual(pick(await lineOf(`${id}-ok`)));
+    // A new session's line names it, as the router's handler notes it.
+    const made = session(await call("CreateSession", CreateSessionRequestSchema, { session: { harness: "echo" } }, { requestId: `${id}-create` }));
+    expect(pick(await lineOf(`${id}-create`))).toEqual(["CreateSession", made.metadata!.uid, "ok", "default"]);
   });
 });

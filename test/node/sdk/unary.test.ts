@@ -70,6 +70,20 @@ describe("unary calls off the wire", () => {
     expect(wire.map((s) => ("error" in s ? s.error : s.lastSeq))).toEqual([6n, 7n, Code.FailedPrecondition, 7n, Code.NotFound]);
   });
 
+  it("create: the Session connect-es's create gives, bar its uid and times; an unknown harness refused alike", async () => {
+    const o = { project: "wire-create", name: "c", harness: "echo", labels: { k: "v" }, annotations: { a: "b" } };
+    const bare = (s: Session) => hex({ ...s, metadata: { ...s.metadata!, uid: "", createTime: undefined, updateTime: undefined } });
+    const wire = await client.create(o);
+    const reference = await client.raw.createSession({
+      session: { metadata: { project: o.project, name: o.name }, harness: o.harness, labels: o.labels, annotations: o.annotations },
+    });
+    expect(bare(wire)).toEqual(bare(reference));
+    expect(hex(await client.get(wire.metadata!.uid))).toBe(hex(wire));
+    const refused = await outcome(client.create({ harness: "no-such-harness" }));
+    expect(refused.error?.code).toBe(Code.InvalidArgument);
+    expect(refused).toEqual(await outcome(client.raw.createSession({ session: { harness: "no-such-harness" } })));
+  });
+
   it("list: every session of a project, page by page, as connect-es's pages give them", async () => {
     const project = `wire-list-${Date.now().toString(36)}`;
     for (let i = 0; i < 7; i++) await client.create({ project, name: `s${i}` });
