@@ -65,6 +65,17 @@ export const JOURNAL_FENCE_THROUGH = [
 /** The journal's tables as this build keeps them, for a journal outside a session (tests, benches). */
 export const JOURNAL_SCHEMA = [...JOURNAL_SCHEMA_1, ...JOURNAL_PACKED_HASHES, ...JOURNAL_FENCE_THROUGH];
 
+/** The same tables created at once, as JOURNAL_SCHEMA leaves them (a new session's: objects/session/schema.ts). */
+export const JOURNAL_SCHEMA_FRESH = [
+  `CREATE TABLE events (
+     seq INTEGER PRIMARY KEY,
+     hash BLOB NOT NULL,
+     fence INTEGER NOT NULL,
+     event BLOB NOT NULL
+   )`,
+  `CREATE TABLE fence (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL, through_seq INTEGER NOT NULL DEFAULT 0)`,
+];
+
 const stmts = {
   head: "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
   fence: "SELECT value, through_seq FROM fence WHERE id = 1",

@@ -57,6 +57,25 @@ export const META_PENDING_COLUMNS = [
  */
 export const META_PLACEMENT_COLUMN = ["ALTER TABLE meta ADD COLUMN placement INTEGER"];
 
+/** The metadata table created at once, as META_SCHEMA and its two migrations leave it (objects/session/schema.ts). */
+export const META_SCHEMA_FRESH = [
+  `CREATE TABLE meta (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     tenant TEXT NOT NULL,
+     uid TEXT NOT NULL,
+     session BLOB NOT NULL,
+     create_ms INTEGER NOT NULL,
+     update_ms INTEGER NOT NULL,
+     compute_state INTEGER NOT NULL,
+     exec_state INTEGER NOT NULL,
+     pending_exec TEXT,
+     pending_call TEXT,
+     pending_seq INTEGER,
+     pending_deadline_ms INTEGER,
+     placement INTEGER
+   )`,
+];
+
 const stmts = {
   load: `SELECT tenant, uid, session, create_ms, update_ms, compute_state, exec_state,
                 pending_exec, pending_call, pending_seq, pending_deadline_ms, placement FROM meta WHERE id = 1`,

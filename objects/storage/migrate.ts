@@ -24,7 +24,12 @@ export function schemaVersion(db: SqlDb, table = SCHEMA_VERSION_TABLE): number {
   return db.query<{ version: number }>(`SELECT version FROM ${table}`)[0]?.version ?? 0;
 }
 
-export function migrate(db: SqlDb, migrations: Migrations, what: string, table = SCHEMA_VERSION_TABLE): void {
+/**
+ * `fresh`: the schema all of `migrations` leave, created at once, for a database that has none
+ * yet (a store's tables as this build keeps them, without the history of how they got there). A
+ * test must keep it equal to what the migrations make (test/node/session/fresh-schema.test.ts).
+ */
+export function migrate(db: SqlDb, migrations: Migrations, what: string, table = SCHEMA_VERSION_TABLE, fresh?: readonly MigrationStep[]): void {
   checkTable(table);
   db.transaction(() => {
     const from = schemaVersion(db, table);
@@ -33,8 +38,9 @@ export function migrate(db: SqlDb, migrations: Migrations, what: string, table =
     }
     if (from === migrations.length) return;
     if (from === 0) db.query(`CREATE TABLE ${table} (version INTEGER NOT NULL)`);
-    for (let v = from; v < migrations.length; v++) {
-      for (const step of migrations[v]!) {
+    const steps = from === 0 && fresh ? [fresh] : migrations.slice(from);
+    for (const migration of steps) {
+      for (const step of migration) {
         if (typeof step === "string") db.query(step);
         else step(db);
       }
