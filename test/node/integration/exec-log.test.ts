@@ -5,8 +5,6 @@
  * answer ended: OK, or the failure's code. A refusal before the object is the Worker's line.
  * Each request is found by its X-Request-Id.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecRequestSchema, ExecUpdateSchema } from "../../../proto/gen/agentsessions/v1/session_pb.js";
@@ -14,6 +12,7 @@ import { userText } from "../../../proto/messages.js";
 import { envelopeFrame } from "../../../proto/record-envelopes.js";
 import { type FakeOpenAi, startFakeOpenAi } from "../support/fake-openai.js";
 import { type Host, startHost } from "../support/host.js";
+import { rpcLineOf } from "../support/rpc-lines.js";
 
 let host: Host;
 let fake: FakeOpenAi;
@@ -28,29 +27,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
-/** Every `rpc` line wrangler took in for `requestId` (its debug log keeps every level). */
-function rpcLines(requestId: string): Record<string, unknown>[] {
-  const dir = join(host.server.persistDir, "wrangler-logs");
-  if (!existsSync(dir)) return [];
-  const out: Record<string, unknown>[] = [];
-  for (const f of readdirSync(dir)) {
-    for (const line of readFileSync(join(dir, f), "utf8").split("\n")) {
-      const at = line.indexOf('{"level"');
-      if (at < 0 || !line.includes(`"request_id":"${requestId}"`) || !line.includes('"msg":"rpc"')) continue;
-      out.push(JSON.parse(line.slice(at)) as Record<string, unknown>);
-    }
-  }
-  return out;
-}
-
-/** The request's one line, once it has landed (and no second one after a while). */
-async function lineOf(requestId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 100 && rpcLines(requestId).length === 0; i++) await sleep(50);
-  await sleep(200);
-  const lines = rpcLines(requestId);
-  expect(lines).toHaveLength(1);
-  return lines[0]!;
-}
+const lineOf = (requestId: string) => rpcLineOf(host.server, requestId);
 
 /** A binary Connect Exec with its request id; the answer's messages and its end-stream JSON. */
 async function exec(requestId: string, session: string, signal?: AbortSignal): Promise<{ updates: string[]; end: unknown }> {

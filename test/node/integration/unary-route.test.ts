@@ -6,8 +6,6 @@
  * through connect-es. Both must answer the same bytes, refuse with the same status, code and
  * words, and write one `rpc` line for the request.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { create, type DescMessage, fromBinary, type MessageInitShape, toBinary, toJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -24,6 +22,7 @@ import {
   SuspendRequestSchema,
 } from "../../../proto/gen/agentsessions/v1/session_pb.js";
 import { type Host, startHost } from "../support/host.js";
+import { rpcLineOf } from "../support/rpc-lines.js";
 
 let host: Host;
 beforeAll(async () => {
@@ -76,30 +75,7 @@ async function both<Desc extends DescMessage>(method: string, schema: Desc, init
   return [await call(method, schema, init), await call(method, schema, init, { router: true })];
 }
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
-
-/** Every `rpc` line wrangler took in for `requestId` (its debug log keeps every level). */
-function rpcLines(requestId: string): Record<string, unknown>[] {
-  const dir = join(host.server.persistDir, "wrangler-logs");
-  if (!existsSync(dir)) return [];
-  const out: Record<string, unknown>[] = [];
-  for (const f of readdirSync(dir)) {
-    for (const line of readFileSync(join(dir, f), "utf8").split("\n")) {
-      const at = line.indexOf('{"level"');
-      if (at < 0 || !line.includes(`"request_id":"${requestId}"`) || !line.includes('"msg":"rpc"')) continue;
-      out.push(JSON.parse(line.slice(at)) as Record<string, unknown>);
-    }
-  }
-  return out;
-}
-
-async function lineOf(requestId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 100 && rpcLines(requestId).length === 0; i++) await sleep(50);
-  await sleep(200);
-  const lines = rpcLines(requestId);
-  expect(lines).toHaveLength(1);
-  return lines[0]!;
-}
+const lineOf = (requestId: string) => rpcLineOf(host.server, requestId);
 
 describe("binary unary calls without the router", () => {
   it("GetSession: the object's bytes are the router's answer byte for byte, and JSON gives the same Session", async () => {
