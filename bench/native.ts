@@ -19,7 +19,7 @@
  * `asbench`) are removed when it ends.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -137,7 +137,9 @@ async function counted(pids: number[], events: string[], f: () => Promise<void>,
   const byPid = new Map<number, Map<string, number>>();
   for (const r of runs) {
     const counts = new Map<string, number>();
-    for (const line of readFileSync(r.out, "utf8").split("\n")) {
+    // perf stat writes nothing when it could not attach (its cells then print as "-").
+    const text = existsSync(r.out) ? readFileSync(r.out, "utf8") : "";
+    for (const line of text.split("\n")) {
       const [value, , event] = line.split(",");
       if (event && events.includes(event)) counts.set(event, Number(value));
     }
@@ -214,6 +216,7 @@ async function main(): Promise<void> {
       [CPU.event, CPU.label],
     ]);
     const names = Object.keys(kinds);
+    const cell = (v: number) => (Number.isFinite(v) ? fmt(v, 2) : "-");
     console.log(
       `native: per request, ${ROUNDS} rounds of ${BATCH} (${uprobes.length === 0 ? "no uprobes: run as root to count entries and statements" : "uprobes on"})`,
     );
@@ -221,7 +224,7 @@ async function main(): Promise<void> {
     for (const pid of pids) {
       console.log(`workerd ${pid}${pid === isolate ? " (the Worker's and the objects' isolate)" : " (wrangler's proxy)"}:`);
       console.log(`  ${"".padEnd(26)}${names.map((k) => k.padStart(9)).join("")}`);
-      for (const e of events) console.log(`  ${labels.get(e)!.padEnd(26)}${names.map((k) => fmt(per(k, pid, e), 2).padStart(9)).join("")}`);
+      for (const e of events) console.log(`  ${labels.get(e)!.padEnd(26)}${names.map((k) => cell(per(k, pid, e)).padStart(9)).join("")}`);
     }
     const cpu = (kind: string) => per(kind, isolate, CPU.event);
     const at = (kind: string, e: string) => fmt(per(kind, isolate, e), 2);
