@@ -123,6 +123,17 @@ export async function post(url: string): Promise<Uint8Array> {
 
 const EMPTY = new Uint8Array(0);
 
+/** The headers of a binary Connect streaming call (Exec, Replay), sent raw to a route or a floor. */
+export const STREAM_HEADERS = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
+
+/**
+ * The name of a five-row floor's object for a row whose session is `uid`: new when the session is,
+ * so both write to storage of the same age (docs/platform.md P22).
+ */
+export function floorObject(uid: string): string {
+  return `floor-${uid}`;
+}
+
 export function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);
 }

@@ -27,14 +27,13 @@ import { ExecRequestSchema } from "../proto/gen/agentsessions/v1/session_pb.js";
 import { userText } from "../proto/messages.js";
 import { envelopeFrame } from "../proto/record-envelopes.js";
 import { ROOT } from "../scripts/dev-server.js";
-import { fmt, post, postBytes, startBenchHost, wholeFromEnv } from "./lib.js";
+import { floorObject, fmt, post, postBytes, STREAM_HEADERS, startBenchHost, wholeFromEnv } from "./lib.js";
 import { groupPids, wranglerGroupOf } from "./peers/processes.js";
 
 const ROUNDS = wholeFromEnv("BENCH_NATIVE_ROUNDS", 3);
 const BATCH = wholeFromEnv("BENCH_NATIVE_BATCH", 300);
 const WORKERD = join(ROOT, "node_modules/@cloudflare/workerd-linux-64/bin/workerd");
 const GROUP = "asbench";
-const STREAM_HEADERS = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
 
 /** The counted events, with the label each row prints. */
 const UPROBES = [
@@ -168,7 +167,7 @@ async function main(): Promise<void> {
     const u = server.url;
     const echo = (await client.create({ name: "bench-native-echo" })).metadata!.uid;
     const chat = (await client.create({ name: "bench-native-chat", harness: "chat", model: "echo" })).metadata!.uid;
-    const floor = `floor-${echo}`;
+    const floor = floorObject(echo);
     const execFrame = envelopeFrame(0, toBinary(ExecRequestSchema, create(ExecRequestSchema, { session: echo, inputs: [userText("hello there")] })));
     const kinds: Record<string, { label: string; run: () => Promise<unknown> }> = {
       worker: { label: "a request the Worker answers alone (/healthz)", run: () => postBytes(`${u}/healthz`) },

@@ -37,14 +37,27 @@ import { ExecRequestSchema, GetSessionRequestSchema, ReplayRequestSchema, Sessio
 import { userText } from "../proto/messages.js";
 import { envelopeFrame } from "../proto/record-envelopes.js";
 import type { SessionsClient } from "../sdk/client.js";
-import { buildSession, fmt, interleaved, median, percentile, post, postBytes, ROUNDS, retryProxy503, startBenchHost, summary, timed } from "./lib.js";
+import {
+  buildSession,
+  floorObject,
+  fmt,
+  interleaved,
+  median,
+  percentile,
+  post,
+  postBytes,
+  ROUNDS,
+  retryProxy503,
+  STREAM_HEADERS,
+  startBenchHost,
+  summary,
+  timed,
+} from "./lib.js";
 import { nodeFetch } from "../sdk/node/index.js";
 import type { DevServer } from "../scripts/dev-server.js";
 import { cpuTimes, groupPids, wranglerGroupOf } from "./peers/processes.js";
 
 /** A binary Connect stream request's headers, as the SDK sends an Exec. */
-const STREAM_HEADERS = { "content-type": "application/connect+proto", "connect-protocol-version": "1" };
-
 const ONLY = new Set((process.env.BENCH_ONLY ?? "").split(",").filter(Boolean));
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000);
 const LONG = Number(process.env.BENCH_LONG ?? 19_000);
@@ -70,14 +83,6 @@ const LOOP_KINDS: Record<string, string> = {
   echo: "an echo turn through the Worker",
   chat: "a chat turn with the host's echo model through the Worker",
 };
-
-/**
- * The name of a five-row floor's object for a row whose session is `uid`: new when the session is,
- * so both write to storage of the same age (docs/platform.md P22).
- */
-function floorObject(uid: string): string {
-  return `floor-${uid}`;
-}
 
 const rows: Record<string, Row> = {
   async append(u) {
