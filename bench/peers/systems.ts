@@ -103,7 +103,8 @@ export async function startOurs(persistDir: string, cleanup: Cleanup, logLevel: 
     fsyncPids: () => groupPids(group, "workerd"),
     servingPids: () => groupPids(group),
     async open(name) {
-      const s = await client.create({ name, harness: "chat", model: "echo" });
+      // After a pause (the other systems' rounds) the proxy may refuse it as it may refuse a turn.
+      const s = await retryProxy503(() => client.create({ name, harness: "chat", model: "echo" }));
       const uid = s.metadata!.uid;
       let seeded = 0;
       return {
