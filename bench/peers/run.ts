@@ -8,7 +8,7 @@
  * plus the transport floors. It is a benchmark: it asserts nothing, and no test runs it.
  *
  * Levels are env vars: PEERS_FRESH_ROUNDS (8), PEERS_LEVELS ("1000,5000"; "1000" skips the 5,000
- * level), PEERS_LEVEL_ROUNDS (5) of PEERS_LEVEL_BURST (3) turns per system at each level, PEERS_PARALLEL (16 sessions),
+ * level), PEERS_LEVEL_ROUNDS (4) of PEERS_LEVEL_BURST (8) turns per system at each level, PEERS_PARALLEL (16 sessions),
  * PEERS_PARALLEL_TURNS (30 per session), PEERS_PARALLEL_ROUNDS (3), PEERS_FSYNC_TURNS (50),
  * PEERS_FLOOR_SAMPLES (200), PEERS_OURS_LOG_LEVEL (warn: our host's LOG_LEVEL; info adds the request line
  * each turn writes, which the other systems do not write).
@@ -35,8 +35,8 @@ const cfg = {
     .map((s) => Number(s.trim()))
     .filter((n) => n > 0)
     .sort((a, b) => a - b),
-  levelRounds: wholeFromEnv("PEERS_LEVEL_ROUNDS", 5),
-  levelBurst: wholeFromEnv("PEERS_LEVEL_BURST", 3),
+  levelRounds: wholeFromEnv("PEERS_LEVEL_ROUNDS", 4),
+  levelBurst: wholeFromEnv("PEERS_LEVEL_BURST", 8),
   parallel: wholeFromEnv("PEERS_PARALLEL", 16),
   parallelTurns: wholeFromEnv("PEERS_PARALLEL_TURNS", 30),
   parallelRounds: wholeFromEnv("PEERS_PARALLEL_ROUNDS", 3),
