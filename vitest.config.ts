@@ -44,6 +44,8 @@ export default defineConfig({
           environment: "node",
           // The leak check is listed first so its teardown runs last, after the shared server stopped.
           globalSetup: ["./test/node/support/leak-check.ts", "./test/node/support/global-setup.ts"],
+          // wrangler dev's proxy 503 for a request the Worker never saw is sent again, and counted.
+          setupFiles: ["./test/node/support/proxy-resend-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

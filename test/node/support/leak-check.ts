@@ -8,11 +8,15 @@
  * wrangler also bundles into `.wrangler/tmp/` beside wrangler.toml and removes that folder when it
  * exits; a server a test kills on purpose (SIGKILL of its group: a crash) cannot. Those folders
  * made during the run are removed here too: a tool's scratch, not a test's leak.
+ *
+ * It also prints the requests sent again after `wrangler dev`'s proxy 503 (proxy-resend.ts), and
+ * fails the run when there were more than PROXY_RESENDS_ALLOWED.
  */
-import { readdirSync, rmSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { GROUPS_DIR, groupAlive, ROOT, sleep } from "../../../scripts/dev-server.js";
 import { ACTOR_BUNDLES } from "../../fixtures/ateapi/actor-worker.js";
+import { PROXY_RESENDS_ALLOWED, PROXY_RESENDS_FILE } from "./proxy-resend.js";
 
 const WRANGLER_TMP = join(ROOT, ".wrangler", "tmp");
 let startedMs = 0;
@@ -49,16 +53,40 @@ export async function teardown(): Promise<void> {
       // gone meanwhile
     }
   }
-  const left = list(root).filter((name) => name !== GROUPS_DIR && !isVitestCache(join(root, name)) && !isToolCache(name));
+  const resent = resends(root);
+  if (resent.length > 0)
+    console.log(`\nwrangler dev's proxy answered 503 "restarted mid-request" to ${resent.length} request(s), sent again: ${resent.join("; ")}`);
+  const left = list(root).filter((name) => name !== GROUPS_DIR && name !== PROXY_RESENDS_FILE && !isVitestCache(join(root, name)) && !isToolCache(name));
   if (left.length > 0) leaks.push(`left in the temp folder: ${left.join(", ")}`);
+  const problems = leaks.map((l) => `a test did not clean up after itself: ${l}`);
+  if (resent.length > PROXY_RESENDS_ALLOWED) {
+    problems.push(
+      `${resent.length} requests were sent again after the proxy's 503, more than the ${PROXY_RESENDS_ALLOWED} allowed (a Worker crashing mid-request gets it too)`,
+    );
+  }
   rmSync(root, { recursive: true, force: true });
   removeWranglerScratch();
-  if (leaks.length === 0) return;
+  const summary = (globalThis as { testSummary?: { passed: number; failed: number } }).testSummary ?? { passed: 0, failed: 0 };
+  if (problems.length === 0) {
+    // The line above came after the closing line: the closing line is written again, last.
+    if (resent.length > 0) console.log(`\n${summary.passed} passed, ${summary.failed} failed`);
+    return;
+  }
   // vitest reports a failed teardown but still exits 0, after the closing line: correct both.
   process.exitCode = 1;
-  const summary = (globalThis as { testSummary?: { passed: number; failed: number } }).testSummary ?? { passed: 0, failed: 0 };
-  console.error(`\nleak check: a test did not clean up after itself: ${leaks.join("; ")}`);
+  console.error(`\nleak check: ${problems.join("; ")}`);
   console.log(`\n${summary.passed} passed, ${summary.failed + 1} failed`);
+}
+
+/** The requests test/node/support/proxy-resend.ts sent again in this run. */
+function resends(root: string): string[] {
+  try {
+    return readFileSync(join(root, PROXY_RESENDS_FILE), "utf8")
+      .split("\n")
+      .filter((l) => l !== "");
+  } catch {
+    return [];
+  }
 }
 
 /** vitest keeps transformed modules in a folder of its own (`<id>/ssr/…`) and removes it after this runs. */
