@@ -82,6 +82,21 @@ describe("the node tests' fetch past wrangler dev's proxy 503", () => {
     expect(f.notes).toEqual([]);
   });
 
+  it("never sends again a request to a server it does not apply to (one a test may crash on purpose)", async () => {
+    const s = await standIn(1);
+    const notes: string[] = [];
+    const f = resendingFetch(
+      unwrappedFetch(),
+      (what) => notes.push(what),
+      (url) => url.startsWith("http://127.0.0.1:1/"),
+    );
+    const res = await f(s.url, { method: "POST", body: "x" });
+    expect(res.status).toBe(503);
+    expect(await res.text()).toBe(PROXY_503);
+    expect(s.seen).toHaveLength(1);
+    expect(notes).toEqual([]);
+  });
+
   it("never sends again a body it cannot send twice (a stream)", async () => {
     const s = await standIn(1);
     const f = counting();

@@ -7,8 +7,10 @@
  * project's fetch (proxy-resend-setup.ts, a vitest setup file) sends such a request again, at most
  * twice, the way the fuzz oracle and the benches do.
  *
- * Only that answer, to a request whose body can be sent again (none, a string or bytes), is sent
- * again; our host never writes those words. A Worker that crashed mid-request gets the same answer
+ * Only that answer, from the shared server of the node tests (test/node/support/global-setup.ts,
+ * which no test kills or restarts: the tests that crash a server on purpose start their own, and
+ * there the proxy's 503 may follow a request the Worker did see), to a request whose body can be
+ * sent again (none, a string or bytes), is sent again; our host never writes those words. A Worker that crashed mid-request gets the same answer
  * from the proxy, so each resend is counted in the run's scratch folder, and the leak check
  * (leak-check.ts) prints the count and fails the run past PROXY_RESENDS_ALLOWED: a crash that
  * repeats fails its test anyway, one that does not is seen there.
@@ -26,23 +28,26 @@ export function unwrappedFetch(): typeof fetch {
   return (globalThis as { [UNWRAPPED]?: typeof fetch })[UNWRAPPED] ?? globalThis.fetch;
 }
 
-/** Wraps the process's fetch (once), keeping Node's own for unwrappedFetch. */
-export function installResendingFetch(note: (what: string) => void): void {
+/** Wraps the process's fetch (once) for requests to `server`, keeping Node's own for unwrappedFetch. */
+export function installResendingFetch(server: string, note: (what: string) => void): void {
   const g = globalThis as { [UNWRAPPED]?: typeof fetch };
   if (g[UNWRAPPED]) return;
   g[UNWRAPPED] = globalThis.fetch.bind(globalThis);
-  globalThis.fetch = resendingFetch(g[UNWRAPPED], note);
+  globalThis.fetch = resendingFetch(g[UNWRAPPED], note, (url) => url.startsWith(`${server}/`));
 }
 
 /** The words of `wrangler dev`'s proxy when its own fetch to workerd failed. */
 const PROXY_RESTART = "restarted mid-request";
 
-/** `fetch` with the proxy's 503 sent again; `note` is told of each resend. */
-export function resendingFetch(inner: typeof fetch, note: (what: string) => void): typeof fetch {
+/**
+ * `fetch` with the proxy's 503 sent again, for the URLs `applies` takes (all by default); `note` is
+ * told of each resend.
+ */
+export function resendingFetch(inner: typeof fetch, note: (what: string) => void, applies: (url: string) => boolean = () => true): typeof fetch {
   return async (input, init) => {
     const body = init?.body;
     const resendable = body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof ArrayBuffer;
-    if (!resendable || input instanceof Request) return inner(input, init);
+    if (!resendable || input instanceof Request || !applies(String(input))) return inner(input, init);
     for (let attempt = 1; ; attempt++) {
       const res = await inner(input, init);
       if (res.status !== 503) return res;
