@@ -7,14 +7,15 @@
  * project's fetch (proxy-resend-setup.ts, a vitest setup file) sends such a request again, at most
  * twice, the way the fuzz oracle and the benches do.
  *
- * Only that answer, from the shared server of the node tests (test/node/support/global-setup.ts,
- * which no test kills or restarts: the tests that crash a server on purpose start their own, and
- * there the proxy's 503 may follow a request the Worker did see), to a request whose body can be
- * sent again (none, a string or bytes), is sent again; our host never writes those words. A Worker that crashed mid-request gets the same answer
- * from the proxy, so each resend is counted in the run's scratch folder, and the leak check
- * (leak-check.ts) prints the count and fails the run past PROXY_RESENDS_ALLOWED: a crash that
- * repeats fails its test anyway, one that does not is seen there.
+ * Only that answer is sent again, and only when it comes from the shared server of the node tests
+ * (global-setup.ts) for a request whose body can be sent twice (none, a string or bytes); our host
+ * never writes those words. No test kills or restarts the shared server: the tests that crash a
+ * server start their own, and there the proxy's 503 may follow a request the Worker did see. A
+ * Worker that crashed mid-request gets the same answer from the proxy, so each resend is noted in
+ * the run's scratch folder, and the leak check (leak-check.ts) prints them and fails the run past
+ * PROXY_RESENDS_ALLOWED: a crash that repeats fails its test anyway, one that does not shows there.
  */
+
 /** The file, in the run's AGENTSESSIONS_TMP, that gets one line per resend. */
 export const PROXY_RESENDS_FILE = "proxy-resends.log";
 /** More resends than this in one run fail it: the race is rare (one run in many hit it once). */
