@@ -12,6 +12,7 @@
  */
 import { fromBinary, fromJsonString, type DescMethod } from "@bufbuild/protobuf";
 import type { Session } from "../../../proto/gen/agentsessions/v1/session_pb.js";
+import { isProxyRestart } from "../support/proxy-resend.js";
 
 export interface Answer {
   status: number;
@@ -61,7 +62,7 @@ export async function send(
       // closed, its own fetch failed, and it answered 503 "Your worker restarted mid-request"
       // for a request the Worker never saw (bench/lib.ts retryProxy503). A deployed Worker has no
       // such proxy in front of it; sent again like the case below, and counted with it.
-      if (answer.status === 503 && attempt < RESENDS && new TextDecoder().decode(answer.body).includes("restarted mid-request")) {
+      if (attempt < RESENDS && isProxyRestart(answer.status, new TextDecoder().decode(answer.body))) {
         resent.count++;
         continue;
       }

@@ -15,6 +15,7 @@ import { Agent, request } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Host, startHost } from "../support/host.js";
+import { isProxyRestart } from "../support/proxy-resend.js";
 
 const TOKEN = "tok-front-door";
 const LIMIT = 65536;
@@ -49,7 +50,7 @@ interface RawAnswer {
 async function rawRequest(head: string, body: Buffer = Buffer.alloc(0)): Promise<RawAnswer> {
   for (let attempt = 1; ; attempt++) {
     const r = await rawRequestOnce(head, body);
-    if (attempt >= 5 || r.status !== 503 || !r.body.includes("restarted mid-request")) return r;
+    if (attempt >= 5 || !isProxyRestart(r.status, r.body)) return r;
   }
 }
 

@@ -37,8 +37,10 @@ export function installResendingFetch(server: string, note: (what: string) => vo
   globalThis.fetch = resendingFetch(g[UNWRAPPED], note, (url) => url.startsWith(`${server}/`));
 }
 
-/** The words of `wrangler dev`'s proxy when its own fetch to workerd failed. */
-const PROXY_RESTART = "restarted mid-request";
+/** Whether an answer is `wrangler dev`'s proxy's own 503, sent when its fetch to workerd failed. */
+export function isProxyRestart(status: number, text: string): boolean {
+  return status === 503 && text.includes("restarted mid-request");
+}
 
 /**
  * `fetch` with the proxy's 503 sent again, for the URLs `applies` takes (all by default); `note` is
@@ -54,7 +56,7 @@ export function resendingFetch(inner: typeof fetch, note: (what: string) => void
       if (res.status !== 503) return res;
       // A 503 is read whole (it is a few words) and handed on as the same answer.
       const text = await res.text();
-      if (attempt >= ATTEMPTS || !text.includes(PROXY_RESTART)) {
+      if (attempt >= ATTEMPTS || !isProxyRestart(res.status, text)) {
         return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
       }
       note(`${init?.method ?? "GET"} ${String(input)}`);
