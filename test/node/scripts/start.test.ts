@@ -22,8 +22,29 @@ afterEach(async () => {
   dir = undefined;
 });
 
-/** Starts `npm start` in its own process group, and resolves once it says it is ready. */
+/**
+ * Starts `npm start` in its own process group, and resolves once it says it is ready. A port found
+ * free can be taken by another test's server before workerd binds it; that start exits with
+ * "Address already in use" before serving anything, and is tried again on another port (as
+ * scripts/dev-server.ts tries a wrangler that exits before serving).
+ */
 async function npmStart(env: Record<string, string>): Promise<{ port: number; out: () => string }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await npmStartOnce(env);
+    } catch (e) {
+      if (attempt >= 3 || !(e instanceof Error) || !e.message.includes("Address already in use")) throw e;
+      // Whatever of that start's group is left (npm has exited) goes before the next one.
+      try {
+        if (npm?.pid !== undefined) process.kill(-npm.pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }
+  }
+}
+
+async function npmStartOnce(env: Record<string, string>): Promise<{ port: number; out: () => string }> {
   const port = await freePort();
   let out = "";
   npm = spawn("npm", ["start"], {
